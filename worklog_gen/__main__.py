@@ -1,0 +1,3 @@
+from worklog_gen.cli import main
+
+main()

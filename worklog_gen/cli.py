@@ -1,0 +1,147 @@
+"""The ``worklog-gen`` command line.
+
+Thin wiring over plain functions: each command reads ``./mkdocs.yml`` for the
+``worklog`` plugin's options (see :mod:`worklog_gen.config`) unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from worklog_gen import __version__
+
+CONFIG_OPTION = click.option(
+    "--config-file",
+    "-f",
+    "config_file",
+    default="mkdocs.yml",
+    show_default=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="mkdocs.yml whose 'worklog' plugin options to use.",
+)
+
+
+def _config(config_file: Path):
+    from mkdocs.exceptions import PluginError
+
+    from worklog_gen.config import load_plugin_config
+
+    try:
+        return load_plugin_config(config_file)
+    except PluginError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def _worklog_paths(paths: tuple[Path, ...], cfg, root: Path) -> list[Path]:
+    if paths:
+        return list(paths)
+    return [root / cfg.worklog_dir]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="worklog-gen")
+def main() -> None:
+    """Turn a T-minus learning worklog into a MkDocs-Material site, and run,
+    freeze and render its GPU-kernel notebooks."""
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["json", "markdown"]), default="json", show_default=True)
+@CONFIG_OPTION
+def export(paths: tuple[Path, ...], fmt: str, config_file: Path) -> None:
+    """Print the parsed log as JSON, or as one clean markdown file.
+
+    With no PATH, reads the worklog configured in ./mkdocs.yml.
+    """
+    from worklog_gen import export as exporter
+    from worklog_gen.worklog import load
+
+    cfg, root = _config(config_file)
+    log = load(_worklog_paths(paths, cfg, root), date_order=cfg.date_order)
+    for diag in log.diagnostics:
+        click.echo(str(diag), err=True)
+    if fmt == "json":
+        click.echo(json.dumps(exporter.to_json(log, cfg), indent=2, ensure_ascii=False))
+    else:
+        click.echo(exporter.to_markdown(log), nl=False)
+
+
+@main.command()
+@click.argument("path", required=False, type=click.Path(dir_okay=True, path_type=Path))
+@click.option("--date", "day", type=click.DateTime(["%Y-%m-%d"]), help="Entry date (default: today).")
+@CONFIG_OPTION
+def new(path: Path | None, day: dt.datetime | None, config_file: Path) -> None:
+    """Append today's entry header, with its countdown to the target date, to the log.
+
+    PATH is the log file; with none, the configured worklog (the newest file in a folder).
+    """
+    from worklog_gen.worklog import append_entry
+
+    cfg, root = _config(config_file)
+    target = path or root / cfg.worklog_dir
+    date = day.date() if day else dt.date.today()
+    try:
+        file, header = append_entry(target, date, date_order=cfg.date_order)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"{file}: added {header}")
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@CONFIG_OPTION
+def check(paths: tuple[Path, ...], config_file: Path) -> None:
+    """Lint the log: invalid dates, countdowns off the target date, duplicate or
+    out-of-order days, empty entries and damaged text. Exits 1 on errors."""
+    from worklog_gen.lint import check as lint
+
+    cfg, root = _config(config_file)
+    diagnostics = lint(_worklog_paths(paths, cfg, root), date_order=cfg.date_order)
+    for diag in diagnostics:
+        click.echo(str(diag))
+    errors = sum(d.severity == "error" for d in diagnostics)
+    warnings = len(diagnostics) - errors
+    click.echo(f"{errors} error(s), {warnings} warning(s)", err=True)
+    sys.exit(1 if errors else 0)
+
+
+@main.command()
+@click.argument("notebooks", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--force", is_flag=True, help="Execute even notebooks whose frozen result is fresh.")
+@click.option("--timeout", default=1800, show_default=True, help="Per-cell timeout in seconds.")
+@click.option("--kernel", "kernel_name", default="python3", show_default=True, help="Jupyter kernel to run them in.")
+@CONFIG_OPTION
+def execute(notebooks: tuple[Path, ...], force: bool, timeout: int, kernel_name: str, config_file: Path) -> None:
+    """Execute stale or missing topic notebooks and freeze their results.
+
+    With no NOTEBOOK, every configured topic notebook. A failing cell stops its
+    notebook, prints the cell and traceback, keeps the previous frozen result and
+    makes the command exit 1.
+    """
+    from worklog_gen import freeze
+
+    cfg, root = _config(config_file)
+    ok = freeze.execute_cli(cfg, root, list(notebooks), force=force, timeout=timeout, kernel_name=kernel_name)
+    sys.exit(0 if ok else 1)
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@CONFIG_OPTION
+def status(as_json: bool, config_file: Path) -> None:
+    """Report each topic notebook as fresh, stale, missing or failed."""
+    from worklog_gen import freeze
+
+    cfg, root = _config(config_file)
+    rows = freeze.status(cfg, root)
+    if as_json:
+        click.echo(json.dumps({"notebooks": [r.to_json() for r in rows]}, indent=2))
+    else:
+        for r in rows:
+            click.echo(r.summary())
