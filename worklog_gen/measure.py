@@ -1,16 +1,33 @@
-"""Measure the current GPU: its ceilings, and kernel timings. (API fixed; body by the measure work.)
+"""Measure the current GPU: its ceilings, and kernel timings.
 
-torch and triton are imported inside the functions, so importing this module is cheap.
+torch and triton are imported inside the functions, so importing this module is cheap
+(the site build reads saved :class:`Ceilings` without either installed).
+
+Units throughout: time in ms, bandwidth in GB/s (1e9 bytes/s), compute in TFLOP/s
+(1e12 FLOP/s), arithmetic intensity in FLOP/byte.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import platform
+import re
+import shutil
+import subprocess
 from dataclasses import dataclass
+from typing import Callable
+
+ROOFS = ("bf16", "tf32", "fp32")
+"""Compute roofs a :class:`Ceilings` carries, by the dtype of the operands."""
 
 
 @dataclass(frozen=True)
 class Datasheet:
-    """Vendor peak rates of one GPU (dense, no sparsity)."""
+    """Vendor peak rates of one GPU (dense, no sparsity).
+
+    hbm_gbps: memory bandwidth, GB/s. *_tflops: peak compute, TFLOP/s; fp32 is the
+    non-tensor (CUDA core) rate, tf32/bf16/fp16 are tensor-core rates.
+    """
 
     name: str
     hbm_gbps: float
@@ -20,6 +37,63 @@ class Datasheet:
     fp16_tflops: float
     source: str
 
+    def roof_tflops(self, roof: str) -> float:
+        """Peak TFLOP/s of the ``roof`` compute roof (one of :data:`ROOFS`).
+
+        Raises:
+            ValueError: unknown roof.
+        """
+        return getattr(self, f"{_check_roof(roof)}_tflops")
+
+    def ridge_point(self, roof: str = "bf16") -> float:
+        """FLOP/byte where the datasheet memory roof meets the ``roof`` compute roof."""
+        return self.roof_tflops(roof) * 1e3 / self.hbm_gbps
+
+
+# The NVIDIA datasheets print tensor-core rates *with* 2:4 structured sparsity
+# ("* With sparsity"); the dense rate is half of the printed figure, which is what
+# we use: tf32 989.4 / 2, bf16 and fp16 1978.9 / 2. fp32 (67 TFLOP/s) is the
+# non-tensor rate and is printed dense.
+H200_SXM = Datasheet(
+    name="NVIDIA H200 SXM",
+    hbm_gbps=4800,  # vendor datasheet "GPU memory bandwidth 4.8TB/s"; measured copy is lower
+    fp32_tflops=67,  # vendor datasheet, non-tensor FP32
+    tf32_tflops=494.7,  # vendor datasheet 989 TFLOP/s with sparsity, halved for dense
+    bf16_tflops=989.5,  # vendor datasheet 1,979 TFLOP/s with sparsity, halved for dense
+    fp16_tflops=989.5,  # vendor datasheet 1,979 TFLOP/s with sparsity, halved for dense
+    source="NVIDIA H200 Tensor Core GPU datasheet (H200 SXM column); tensor rates halved to dense",
+)
+H100_SXM = Datasheet(
+    name="NVIDIA H100 SXM",
+    hbm_gbps=3350,  # vendor datasheet "GPU memory bandwidth 3.35TB/s"; measured copy is lower
+    fp32_tflops=67,  # vendor datasheet, non-tensor FP32
+    tf32_tflops=494.7,  # vendor datasheet 989 TFLOP/s with sparsity, halved for dense
+    bf16_tflops=989.5,  # vendor datasheet 1,979 TFLOP/s with sparsity, halved for dense
+    fp16_tflops=989.5,  # vendor datasheet 1,979 TFLOP/s with sparsity, halved for dense
+    source="NVIDIA H100 Tensor Core GPU datasheet (H100 SXM column); tensor rates halved to dense",
+)
+DATASHEETS: dict[str, Datasheet] = {"H200": H200_SXM, "H100": H100_SXM}
+"""Known datasheets, by the model token in ``torch.cuda.get_device_name()``."""
+
+# PCIe and NVL boards share the model token but have lower clocks, power and
+# (for H100) bandwidth; their rates are not the SXM ones.
+_OTHER_FORM_FACTORS = ("PCIE", "NVL")
+
+
+def datasheet_for(device_name: str) -> Datasheet | None:
+    """The datasheet of a device, from its name as torch reports it.
+
+    ``"NVIDIA H200"`` and ``"NVIDIA H100 80GB HBM3"`` (the SXM boards) are known;
+    PCIe/NVL variants and anything else give ``None``.
+    """
+    words = re.split(r"[^A-Z0-9]+", device_name.upper())
+    if any(token in words for token in _OTHER_FORM_FACTORS):
+        return None
+    for token, sheet in DATASHEETS.items():
+        if token in words:
+            return sheet
+    return None
+
 
 @dataclass
 class Ceilings:
@@ -27,7 +101,8 @@ class Ceilings:
 
     copy_gbps: device-to-device copy, GB/s counting bytes read plus bytes written.
     bf16_tflops, tf32_tflops: ``torch.matmul`` at a large square size, TFLOP/s.
-    fp32_tflops: non-tensor fp32 roof, from the datasheet unless measured.
+    fp32_tflops: non-tensor fp32 roof, from the datasheet unless measured;
+    ``fp32_source`` says which.
     """
 
     device: str
@@ -36,17 +111,54 @@ class Ceilings:
     tf32_tflops: float
     fp32_tflops: float
     datasheet: Datasheet | None = None
+    fp32_source: str = "datasheet"
+
+    def roof_tflops(self, roof: str) -> float:
+        """TFLOP/s of the ``roof`` compute roof (one of :data:`ROOFS`).
+
+        Raises:
+            ValueError: unknown roof.
+        """
+        return getattr(self, f"{_check_roof(roof)}_tflops")
 
     def ridge_point(self, roof: str = "bf16") -> float:
-        """FLOP/byte where the memory roof meets the ``roof`` compute roof."""
-        raise NotImplementedError
+        """FLOP/byte where the memory roof meets the ``roof`` compute roof.
+
+        ridge = compute roof / memory roof = (TFLOP/s * 1e12) / (GB/s * 1e9), from the
+        measured roofs (Williams, Waterman, Patterson, "Roofline", CACM 2009).
+
+        Raises:
+            ValueError: unknown roof, or a memory roof that is not positive.
+        """
+        if self.copy_gbps <= 0:
+            raise ValueError(f"memory roof must be positive, got {self.copy_gbps} GB/s")
+        return self.roof_tflops(roof) * 1e3 / self.copy_gbps
+
+    def attainable_tflops(self, intensity: float, roof: str = "bf16") -> float:
+        """Roofline bound at ``intensity`` FLOP/byte: min(compute roof, bandwidth * intensity), TFLOP/s."""
+        return min(self.roof_tflops(roof), self.copy_gbps * intensity / 1e3)
 
     def to_dict(self) -> dict:
-        raise NotImplementedError
+        """JSON-able dict (datasheet nested); inverse of :meth:`from_dict`."""
+        return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict) -> "Ceilings":
-        raise NotImplementedError
+        """Rebuild from :meth:`to_dict` output.
+
+        Raises:
+            ValueError: a required field is missing.
+        """
+        names = {f.name for f in dataclasses.fields(cls)}
+        missing = [f.name for f in dataclasses.fields(cls)
+                   if f.default is dataclasses.MISSING and f.name not in data]
+        if missing:
+            raise ValueError(f"ceilings missing field(s): {', '.join(missing)}")
+        kwargs = {k: v for k, v in data.items() if k in names}
+        sheet = kwargs.get("datasheet")
+        if isinstance(sheet, dict):
+            kwargs["datasheet"] = Datasheet(**sheet)
+        return cls(**kwargs)
 
 
 @dataclass(frozen=True)
@@ -58,21 +170,165 @@ class Timing:
     ms_hi: float
 
 
-def bench(fn, *, warmup: int = 25, rep: int = 100) -> Timing:
-    raise NotImplementedError
+def _check_roof(roof: str) -> str:
+    if roof not in ROOFS:
+        raise ValueError(f"unknown roof {roof!r}; expected one of {', '.join(ROOFS)}")
+    return roof
+
+
+def _require_cuda() -> None:
+    try:
+        import torch
+    except ImportError as exc:
+        raise RuntimeError("benchmarks need torch with a CUDA device; torch is not installed") from exc
+    if not torch.cuda.is_available():
+        raise RuntimeError(
+            "benchmarks need a CUDA device and none is present "
+            "(under TRITON_INTERPRET=1 notebooks check correctness and skip benchmarks)"
+        )
+
+
+def bench(fn: Callable[[], object], *, warmup: int = 25, rep: int = 100) -> Timing:
+    """Time ``fn()`` on the current CUDA device.
+
+    Through ``triton.testing.do_bench(fn, warmup=warmup, rep=rep, quantiles=[0.5, 0.2, 0.8])``:
+    ``warmup`` and ``rep`` are in ms of running time, not counts; the L2 cache is
+    flushed before each call.
+
+    Returns:
+        Timing with the median and the 20th/80th percentiles, in ms.
+
+    Raises:
+        RuntimeError: no CUDA device (e.g. the CPU build of torch, or TRITON_INTERPRET=1 on a CPU box).
+    """
+    _require_cuda()
+    import triton.testing
+
+    median, lo, hi = triton.testing.do_bench(fn, warmup=warmup, rep=rep, quantiles=[0.5, 0.2, 0.8])
+    return Timing(ms=float(median), ms_lo=float(lo), ms_hi=float(hi))
 
 
 def gbps(nbytes: float, ms: float) -> float:
-    raise NotImplementedError
+    """Bandwidth in GB/s (1e9 bytes/s) of moving ``nbytes`` bytes in ``ms`` milliseconds.
+
+    Raises:
+        ValueError: ``ms`` is not positive.
+    """
+    if ms <= 0:
+        raise ValueError(f"time must be positive, got {ms} ms")
+    return nbytes / (ms * 1e-3) / 1e9
 
 
 def tflops(flops: float, ms: float) -> float:
-    raise NotImplementedError
+    """Compute rate in TFLOP/s (1e12 FLOP/s) of ``flops`` operations in ``ms`` milliseconds.
+
+    Raises:
+        ValueError: ``ms`` is not positive.
+    """
+    if ms <= 0:
+        raise ValueError(f"time must be positive, got {ms} ms")
+    return flops / (ms * 1e-3) / 1e12
+
+
+def _matmul_tflops(n: int, dtype, *, allow_tf32: bool) -> float:
+    import torch
+
+    previous = torch.backends.cuda.matmul.allow_tf32
+    try:
+        torch.backends.cuda.matmul.allow_tf32 = allow_tf32
+        # random normal operands: all-zero inputs run faster on tensor cores
+        a = torch.randn(n, n, device="cuda", dtype=dtype)  # (n, n)
+        b = torch.randn(n, n, device="cuda", dtype=dtype)  # (n, n)
+        t = bench(lambda: torch.matmul(a, b))
+        return tflops(2 * n**3, t.ms)  # n*n outputs, n multiply-adds each
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = previous
 
 
 def measure_ceilings(*, copy_bytes: int = 2**31, matmul_n: int = 8192) -> Ceilings:
-    raise NotImplementedError
+    """Measure the roofs of the current CUDA device.
+
+    - memory: ``dst.copy_(src)`` of ``copy_bytes`` bytes (fp32, random normal),
+      GB/s counting bytes read plus bytes written (2 * copy_bytes), median of ``bench``.
+    - bf16: ``torch.matmul`` of two (matmul_n, matmul_n) bf16 matrices, 2 n^3 FLOP.
+    - tf32: the same in fp32 with ``torch.backends.cuda.matmul.allow_tf32 = True``
+      (the previous setting is restored).
+    - fp32: the datasheet's non-tensor rate when the device is known; otherwise
+      measured as fp32 ``torch.matmul`` with tf32 off (``fp32_source`` says which).
+
+    Needs about 2 * copy_bytes of free device memory.
+
+    Raises:
+        RuntimeError: no CUDA device.
+        ValueError: ``copy_bytes`` or ``matmul_n`` not positive.
+    """
+    _require_cuda()
+    if copy_bytes <= 0 or matmul_n <= 0:
+        raise ValueError(f"copy_bytes and matmul_n must be positive, got {copy_bytes}, {matmul_n}")
+    import torch
+
+    device = torch.cuda.get_device_name()
+    src = torch.randn(copy_bytes // 4, device="cuda", dtype=torch.float32)
+    dst = torch.empty_like(src)
+    copy_ms = bench(lambda: dst.copy_(src)).ms
+    copy = gbps(2 * src.numel() * src.element_size(), copy_ms)
+    del src, dst
+    torch.cuda.empty_cache()
+
+    bf16 = _matmul_tflops(matmul_n, torch.bfloat16, allow_tf32=False)
+    tf32 = _matmul_tflops(matmul_n, torch.float32, allow_tf32=True)
+    sheet = datasheet_for(device)
+    if sheet is not None:
+        fp32, fp32_source = float(sheet.fp32_tflops), f"datasheet: {sheet.source}"
+    else:
+        fp32 = _matmul_tflops(matmul_n, torch.float32, allow_tf32=False)
+        fp32_source = f"measured: fp32 torch.matmul n={matmul_n}, allow_tf32=False"
+    torch.cuda.empty_cache()
+    return Ceilings(device=device, copy_gbps=copy, bf16_tflops=bf16, tf32_tflops=tf32,
+                    fp32_tflops=fp32, datasheet=sheet, fp32_source=fp32_source)
+
+
+def _nvidia_smi(field: str) -> str | None:
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run([exe, f"--query-gpu={field}", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = out.strip().splitlines()
+    return lines[0].strip() if lines else None
 
 
 def gpu_info() -> dict:
-    raise NotImplementedError
+    """What this run measured on: a flat dict of strings and numbers.
+
+    Keys: ``device`` (name, or ``None`` without CUDA), ``sm_count``, ``memory_gib``,
+    ``compute_capability``, ``driver`` (from ``nvidia-smi``), ``cuda`` (``torch.version.cuda``),
+    ``torch``, ``triton``, ``python``. A piece that cannot be found is ``None``;
+    this never raises for a missing GPU or package.
+    """
+    info: dict = {"device": None, "sm_count": None, "memory_gib": None, "compute_capability": None,
+                  "driver": _nvidia_smi("driver_version"), "cuda": None, "torch": None,
+                  "triton": None, "python": platform.python_version()}
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is not None:
+        info["torch"] = torch.__version__
+        info["cuda"] = torch.version.cuda
+        if torch.cuda.is_available():
+            props = torch.cuda.get_device_properties(torch.cuda.current_device())
+            info["device"] = props.name
+            info["sm_count"] = props.multi_processor_count
+            info["memory_gib"] = round(props.total_memory / 2**30, 1)
+            info["compute_capability"] = f"{props.major}.{props.minor}"
+    try:
+        import triton
+
+        info["triton"] = triton.__version__
+    except ImportError:
+        pass
+    return info
