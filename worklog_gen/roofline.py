@@ -142,20 +142,26 @@ def load_roofline(path: str | Path) -> tuple[list[RooflinePoint], Ceilings]:
 def _new_axes(ax: Axes | None, height: float = FIGSIZE[1]) -> tuple[Figure, Axes]:
     if ax is not None:
         return ax.figure, ax
-    _enable_notebook_display()
-    fig = Figure(figsize=(FIGSIZE[0], height), dpi=DPI, layout="constrained")
+    size = (FIGSIZE[0], height)
+    if _in_ipython():
+        # Through pyplot, so that the configured backend (inline, in a notebook) loads and
+        # registers its Figure display formatter; closed at once so that only the returned
+        # figure is shown (put it last in the cell), not a second copy at the end of the cell.
+        import matplotlib.pyplot as plt
+
+        fig = plt.figure(figsize=size, dpi=DPI, layout="constrained")
+        plt.close(fig)
+    else:
+        fig = Figure(figsize=size, dpi=DPI, layout="constrained")
     return fig, fig.add_subplot()
 
 
-def _enable_notebook_display() -> None:
-    """In IPython, import pyplot so that the configured backend (inline, in a notebook)
-    registers its Figure display formatter; this does not choose a backend."""
+def _in_ipython() -> bool:
     try:
         from IPython import get_ipython
     except ImportError:
-        return
-    if get_ipython() is not None:
-        import matplotlib.pyplot  # noqa: F401
+        return False
+    return get_ipython() is not None
 
 
 def _plain_number(value: float, _pos=None) -> str:
