@@ -217,3 +217,19 @@ def test_figures_render_to_png(tmp_path, points, ceilings):
     path = tmp_path / "roofline.png"
     plot_roofline(points, ceilings).savefig(path)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_legend_says_where_each_roof_comes_from(points, ceilings):
+    ax = plot_roofline(points, ceilings).axes[0]
+    measured, datasheet = (t.get_text() for t in ax.get_legend().get_texts()[:2])
+    assert "copy 4,000 GB/s" in measured and "torch.matmul bf16 800, tf32 400" in measured
+    assert "fp32 67 TFLOP/s from the datasheet" in measured
+    assert "4,800 GB/s" in datasheet and "bf16 989.5" in datasheet
+
+
+def test_memory_label_lies_on_the_slope_when_clear(ceilings):
+    ax = plot_roofline([RooflinePoint("add", 1e9, 1.2e10, 0.004)], ceilings).axes[0]
+    (label,) = _by_gid(ax.texts, "memory-label")
+    x, y = label.get_position()
+    assert y == pytest.approx(ceilings.copy_gbps * x / 1e3 * 1.12)  # just above the memory roof
+    assert x < ceilings.ridge_point("fp32")

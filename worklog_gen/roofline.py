@@ -169,22 +169,40 @@ def _plain_number(value: float, _pos=None) -> str:
 
 
 def _clearest_on_slope(points: Sequence[RooflinePoint], bandwidth: float, xmin: float, ridge: float,
-                       ymin: float, ymax: float, xmax: float) -> float:
-    """FLOP/byte on the memory roof (between ``xmin`` and ``ridge``) farthest from every point,
-    measured in axes fractions of the log-log plot."""
+                       ymin: float, ymax: float, xmax: float) -> float | None:
+    """FLOP/byte on the memory roof, left of the ``ridge`` point, where a label along the
+    slope lands clear of every point (distances in axes fractions of the log-log plot);
+    among the clear places, the one nearest the middle of the slope. ``None`` if none is clear."""
     span_x, span_y = math.log10(xmax / xmin), math.log10(ymax / ymin)
-    lo, hi = math.log10(xmin) + 0.18 * span_x, math.log10(ridge) - 0.1 * span_x
+    half = 0.1  # half the label's width, axes fraction
+    lo = half + 0.02
+    hi = (math.log10(ridge) - math.log10(xmin)) / span_x - 0.12 - half
     if hi <= lo:
-        return math.sqrt(xmin * ridge)
-    best, best_gap = (lo + hi) / 2, -1.0
-    for k in range(21):
-        lx = lo + (hi - lo) * k / 20
-        ly = lx + math.log10(bandwidth / 1e3)
-        gap = min((math.hypot((lx - math.log10(p.intensity)) / span_x, (ly - math.log10(p.tflops)) / span_y)
-                   for p in points), default=1.0)
-        if gap > best_gap + 1e-9:
-            best, best_gap = lx, gap
-    return 10**best
+        return None
+    tilt = span_x / span_y  # axes-fraction rise per unit run of the slope
+
+    def gap(u: float) -> float:
+        v0 = (math.log10(bandwidth * 10 ** (math.log10(xmin) + u * span_x) / 1e3) - math.log10(ymin)) / span_y
+        ends = ((u - half, v0 - half * tilt), (u + half, v0 + half * tilt))
+        return min((_segment_distance(_axes_fraction(p, xmin, ymin, span_x, span_y), *ends) for p in points),
+                   default=1.0)
+
+    middle = (lo + hi) / 2
+    candidates = [lo + (hi - lo) * k / 20 for k in range(21)]
+    best = max(candidates, key=lambda u: (min(gap(u), 0.08), -abs(u - middle)))
+    return 10 ** (math.log10(xmin) + best * span_x) if gap(best) >= 0.05 else None
+
+
+def _axes_fraction(point: RooflinePoint, xmin: float, ymin: float, span_x: float, span_y: float):
+    return (math.log10(point.intensity / xmin) / span_x, math.log10(point.tflops / ymin) / span_y)
+
+
+def _segment_distance(p, a, b) -> float:
+    """Distance from point ``p`` to the segment ``a``-``b`` (2-D tuples)."""
+    (px, py), (ax, ay), (bx, by) = p, a, b
+    dx, dy = bx - ax, by - ay
+    t = max(0.0, min(1.0, ((px - ax) * dx + (py - ay) * dy) / (dx * dx + dy * dy)))
+    return math.hypot(px - ax - t * dx, py - ay - t * dy)
 
 
 def _spread_offsets(xy_norm: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -237,20 +255,23 @@ def plot_roofline(points: Sequence[RooflinePoint], ceilings: Ceilings, *,
         if roof not in ROOFS:
             raise ValueError(f"unknown roof {roof!r}; expected one of {', '.join(ROOFS)}")
     # one legend line per point goes under the axes: grow the figure to keep the axes 8 x 5-ish
-    fig, ax = _new_axes(ax, height=FIGSIZE[1] + 0.17 * len(points) + (0.35 if ceilings.datasheet else 0))
+    fig, ax = _new_axes(ax, height=FIGSIZE[1] + 0.17 * len(points) + (0.5 if ceilings.datasheet else 0.2))
     sheet = ceilings.datasheet
 
     # Limits: every point, ridge point and roof, with room for the roof labels on the right.
     ridges = [ceilings.ridge_point(r) for r in roofs]
     sheet_ridges = [sheet.ridge_point(r) for r in roofs] if sheet is not None else []
-    xs = [p.intensity for p in points] + ridges + sheet_ridges
+    xs = [p.intensity for p in points] + ridges + sheet_ridges or [1.0]
     xmin, xmax = min(xs) / 3, max(xs) * 8
+    if ridges:  # the ridge labels sit left of their ridge points and take ~30% of the width
+        xmin = min(xmin, 10 ** ((math.log10(min(ridges)) - 0.3 * math.log10(xmax)) / 0.7))
     peaks = [ceilings.roof_tflops(r) for r in roofs]
     if sheet is not None:
         peaks += [sheet.roof_tflops(r) for r in roofs]
-    ys = [p.tflops for p in points] + peaks
+    ys = [p.tflops for p in points] + peaks or [ceilings.copy_gbps * xmax / 1e3]
     ymax = max(ys) * 3
-    ymin = max(min([p.tflops for p in points] + [min(peaks) / 100]) / 3, ymax / 1e7)
+    # two decades under the lowest roof, lower still if a point is there
+    ymin = max(min([p.tflops for p in points] + [min(peaks or ys) / 100]) / 3, ymax / 1e7)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(xmin, xmax)
@@ -264,12 +285,13 @@ def plot_roofline(points: Sequence[RooflinePoint], ceilings: Ceilings, *,
         ax.plot(*slope(sheet.hbm_gbps, max(sheet_ridges, default=xmax)), color=MEMORY_COLOR, ls="--",
                 lw=1.2, alpha=0.45, gid="datasheet-memory")
     ax.plot(*slope(ceilings.copy_gbps, max(ridges, default=xmax)), color=MEMORY_COLOR, lw=2, gid="memory")
-    # along the slope, where it is clearest of the points; transform_rotates_text turns the
-    # data-space angle into the on-screen one
+    # along the slope where no point is near (the legend gives it too); transform_rotates_text
+    # turns the data-space angle into the on-screen one
     at = _clearest_on_slope(points, ceilings.copy_gbps, xmin, min(ridges, default=xmax), ymin, ymax, xmax)
-    ax.text(at, ceilings.copy_gbps * at / 1e3 * 1.12, f"copy {ceilings.copy_gbps:,.0f} GB/s", fontsize=8.5,
-            color=MEMORY_COLOR, ha="center", va="bottom", rotation_mode="anchor", transform_rotates_text=True,
-            rotation=math.degrees(math.atan(ceilings.copy_gbps / 1e3)), gid="memory-label")
+    if at is not None:
+        ax.text(at, ceilings.copy_gbps * at / 1e3 * 1.12, f"copy {ceilings.copy_gbps:,.0f} GB/s", fontsize=8.5,
+                color=MEMORY_COLOR, ha="center", va="bottom", rotation_mode="anchor", transform_rotates_text=True,
+                rotation=math.degrees(math.atan(ceilings.copy_gbps / 1e3)), gid="memory-label")
 
     # Compute roofs: flat from the ridge point, labelled left of it (above the memory slope,
     # where no point can be).
@@ -302,10 +324,10 @@ def plot_roofline(points: Sequence[RooflinePoint], ceilings: Ceilings, *,
                     fontsize=8.5, fontweight="bold", color="black", gid=f"point-{i}", zorder=6)
         name = f"{point.topic}: {point.label}" if len(topics) > 1 and point.topic else point.label
         fraction = point.fraction_of_roof(ceilings)
-        handles.append(Line2D([], [], marker=marker, color=color, mec="black", mew=0.6, ls="none",
-                              label=f"{i}. {name} — {point.tflops:,.3g} TFLOP/s, {fraction:.0%} of {point.roof} bound"))
+        text = f"{i}. {name} — {point.tflops:,.3g} TFLOP/s, {fraction:.0%} of {point.roof} bound"
+        handles.append(Line2D([], [], marker=marker, color=color, mec="black", mew=0.6, ls="none", label=text))
 
-    style = [Line2D([], [], color="0.3", lw=2, label="measured (copy, torch.matmul)")]
+    style = [Line2D([], [], color="0.3", lw=2, label=_measured_label(ceilings, roofs))]
     if sheet is not None:
         listed = ", ".join(f"{r} {sheet.roof_tflops(r):,.4g}" for r in roofs)
         style.append(Line2D([], [], color="0.3", lw=1.2, ls="--", alpha=0.5,
@@ -322,6 +344,17 @@ def plot_roofline(points: Sequence[RooflinePoint], ceilings: Ceilings, *,
     ax.grid(True, which="major", alpha=0.35)
     ax.grid(True, which="minor", alpha=0.12)
     return fig
+
+
+def _measured_label(ceilings: Ceilings, roofs: Sequence[str]) -> str:
+    """Legend text of the solid roofs, saying where each number comes from."""
+    matmul = [r for r in roofs if r != "fp32" or not ceilings.fp32_source.startswith("datasheet")]
+    text = f"measured, {ceilings.device}:\ncopy {ceilings.copy_gbps:,.0f} GB/s"
+    if matmul:
+        text += "; torch.matmul " + ", ".join(f"{r} {ceilings.roof_tflops(r):,.4g}" for r in matmul) + " TFLOP/s"
+    if "fp32" in roofs and "fp32" not in matmul:
+        text += f"; fp32 {ceilings.fp32_tflops:,.4g} TFLOP/s from the datasheet"
+    return text
 
 
 def plot_benchmark(rows: Sequence[Mapping], *, x: str, y: str, provider: str = "provider",
