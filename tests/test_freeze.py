@@ -1,0 +1,251 @@
+"""The freeze store: execute, record, status, and what editing or breaking a notebook does.
+
+Kernel start-up is slow on a small machine, so the fixture notebooks are executed once
+per module and each test works on a copy of that project.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import hashlib
+import json
+import platform
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+from click.testing import CliRunner
+from dateutil.parser import isoparse
+
+from worklog_gen import __version__, freeze
+from worklog_gen.cli import main
+from worklog_gen.config import load_plugin_config
+
+FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
+MKDOCS_YML = """\
+site_name: freeze test
+plugins:
+  - worklog:
+      topics:
+        - id: alpha
+          title: Alpha
+          notebook: notebooks/alpha.py
+        - id: beta
+          title: Beta
+          notebook: notebooks/beta.py
+        - id: prose
+          title: A topic without a notebook
+"""
+
+
+def make_project(root: Path) -> Path:
+    (root / "notebooks").mkdir(parents=True)
+    for name in ("alpha.py", "beta.py"):
+        shutil.copy(FIXTURES / name, root / "notebooks" / name)
+    (root / "mkdocs.yml").write_text(MKDOCS_YML)
+    return root
+
+
+def snapshot(folder: Path) -> dict[str, str]:
+    """sha256 of every file under ``folder``, by relative path."""
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new, 1))
+
+
+def states(root: Path) -> dict[str, str]:
+    cfg, _ = load_plugin_config(root / "mkdocs.yml")
+    return {row.topic: row.state for row in freeze.status(cfg, root)}
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory):
+    """A project whose two notebooks ran once through ``execute_cli``."""
+    root = make_project(tmp_path_factory.mktemp("executed"))
+    cfg, _ = load_plugin_config(root / "mkdocs.yml")
+    ok = freeze.execute_cli(cfg, root, [], timeout=300)
+    return root, ok
+
+
+@pytest.fixture
+def project(executed, tmp_path):
+    """A copy of the executed project (store included) that a test may change."""
+    root, _ = executed
+    return Path(shutil.copytree(root, tmp_path / "project"))
+
+
+def test_execute_writes_a_store_entry_with_its_record(executed):
+    root, ok = executed
+    assert ok
+    store = root / "notebooks" / "_freeze"
+    entry = store / "alpha"
+    assert sorted(p.name for p in entry.iterdir()) == ["alpha.ipynb", "data", "record.json"]
+    assert not [p for p in store.iterdir() if p.name.startswith(".")], "temporary folders left behind"
+
+    record = json.loads((entry / "record.json").read_text())
+    assert record["source_hash"] == freeze.source_hash(root / "notebooks/alpha.py", root).hexdigest
+    assert record["notebook"] == "notebooks/alpha.py"
+    assert record["hashed_files"] == ["worklog_gen/__init__.py", "worklog_gen/notebook.py"]
+    executed_at = isoparse(record["executed_at"])
+    assert executed_at.utcoffset() == dt.timedelta(0)
+    assert abs(dt.datetime.now(dt.timezone.utc) - executed_at) < dt.timedelta(hours=1)
+    assert record["mode"] in ("gpu", "cpu")  # not interpret: TRITON_INTERPRET is unset here
+    assert record["python"] == platform.python_version()
+    assert record["worklog_gen"] == __version__
+    for key in ("gpu", "driver", "cuda", "torch", "triton", "wall_seconds"):
+        assert key in record
+
+    # one timing per non-empty code cell, each pointing at its first line in the .py
+    source_lines = (root / "notebooks/alpha.py").read_text().split("\n")
+    nb = nbformat.read(entry / "alpha.ipynb", as_version=4)
+    code = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+    assert [c["index"] for c in record["cells"]] == code
+    for timing in record["cells"]:
+        assert timing["seconds"] >= 0
+        assert source_lines[timing["line"] - 1] == nb.cells[timing["index"]].source.split("\n")[0]
+    assert sum(c["seconds"] for c in record["cells"]) <= record["wall_seconds"]
+
+    # headline figures and data files come from what the notebook wrote
+    expected_sum = float(sum(i * i for i in range(10)))
+    assert record["headline"]["alpha_sum_of_squares"]["value"] == expected_sum
+    assert record["data_files"] == ["headline.json", "squares.csv"]
+    with (entry / "data" / "squares.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert [int(r["square"]) for r in rows] == [i * i for i in range(10)]
+
+    # the executed notebook holds the outputs, the figure among them
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert any("image/png" in o.get("data", {}) for o in outputs)
+    assert any(o.get("text", "").startswith("sum of squares: 285.0") for o in outputs)
+
+
+def test_status_reports_fresh_results(executed):
+    root, _ = executed
+    cfg, _ = load_plugin_config(root / "mkdocs.yml")
+    rows = freeze.status(cfg, root)
+    assert [r.topic for r in rows] == ["alpha", "beta"]  # the topic without a notebook is left out
+    alpha = rows[0].to_json()
+    assert set(alpha) == {"topic", "path", "state", "gpu", "executed_at", "headline"}
+    record = json.loads((root / "notebooks/_freeze/alpha/record.json").read_text())
+    assert alpha == {"topic": "alpha", "path": "notebooks/alpha.py", "state": "fresh",
+                     "gpu": freeze.device_label(record), "executed_at": record["executed_at"],
+                     "headline": {"alpha_sum_of_squares": 285.0}}
+    assert rows[1].to_json()["headline"] == {"beta_ratio": 0.75}
+    line = rows[0].summary()
+    assert "\n" not in line
+    for part in ("alpha", "fresh", record["executed_at"], "notebooks/alpha.py"):
+        assert part in line
+
+    result = CliRunner().invoke(main, ["status", "--json", "-f", str(root / "mkdocs.yml")])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == {"notebooks": [r.to_json() for r in rows]}
+
+
+def test_fresh_notebooks_are_not_run_again(project, capsys):
+    store = project / "notebooks" / "_freeze"
+    before = snapshot(store)
+    cfg, _ = load_plugin_config(project / "mkdocs.yml")
+    assert freeze.execute_cli(cfg, project, [], timeout=300)
+    err = capsys.readouterr().err
+    assert "notebooks/alpha.py: fresh, skipped" in err
+    assert "notebooks/beta.py: fresh, skipped" in err
+    assert snapshot(store) == before
+
+
+def test_editing_a_code_cell_makes_only_that_notebook_stale(project):
+    edit(project / "notebooks/alpha.py", "range(10)", "range(11)")
+    assert states(project) == {"alpha": "stale", "beta": "fresh"}
+    cfg, _ = load_plugin_config(project / "mkdocs.yml")
+    alpha = freeze.status(cfg, project)[0]
+    assert "stale" in alpha.summary()
+    assert alpha.to_json()["gpu"] is not None  # the old result is still described
+
+
+def test_editing_prose_or_trailing_whitespace_keeps_it_fresh(project):
+    path = project / "notebooks/alpha.py"
+    before = freeze.source_hash(path, project)
+    edit(path, "# The squares, saved as data and drawn.", "# Rewritten prose: a different sentence.")
+    edit(path, "squares = [i * i for i in range(10)]", "squares = [i * i for i in range(10)]   ")
+    assert freeze.source_hash(path, project) == before
+    assert states(project) == {"alpha": "fresh", "beta": "fresh"}
+
+
+def test_a_notebook_without_a_store_entry_is_missing(project):
+    shutil.rmtree(project / "notebooks/_freeze/beta")
+    cfg, _ = load_plugin_config(project / "mkdocs.yml")
+    beta = freeze.status(cfg, project)[1]
+    assert beta.to_json() == {"topic": "beta", "path": "notebooks/beta.py", "state": "missing",
+                              "gpu": None, "executed_at": None, "headline": {}}
+    assert "missing" in beta.summary()
+
+
+def test_a_failing_cell_keeps_the_frozen_result(project):
+    store = project / "notebooks" / "_freeze"
+    before = snapshot(store)
+    path = project / "notebooks/alpha.py"
+    edit(path, "# %%\nfor i in range(300):", "# %%\nraise ValueError('boom from the fixture')\n\n# %%\nfor i in range(300):")
+
+    result = CliRunner().invoke(main, ["execute", "-f", str(project / "mkdocs.yml")])
+    assert result.exit_code == 1
+    output = result.output
+    assert "raise ValueError('boom from the fixture')" in output  # the cell's source
+    assert "Traceback" in output and "ValueError: boom from the fixture" in output
+    assert "notebooks/beta.py: fresh, skipped" in output
+
+    assert snapshot(store) == {**before, "alpha.failed.json": snapshot(store)["alpha.failed.json"]}
+    failure = json.loads((store / "alpha.failed.json").read_text())
+    assert failure["source_hash"] == freeze.source_hash(path, project).hexdigest
+    assert failure["ename"] == "ValueError" and failure["evalue"] == "boom from the fixture"
+    lines = path.read_text().split("\n")
+    assert lines[failure["line"] - 1] == "raise ValueError('boom from the fixture')"
+    assert isoparse(failure["failed_at"]).utcoffset() == dt.timedelta(0)
+    assert states(project) == {"alpha": "failed", "beta": "fresh"}
+    cfg, _ = load_plugin_config(project / "mkdocs.yml")
+    assert "failed" in freeze.status(cfg, project)[0].summary()
+
+    # the failure belongs to that source hash: undoing the edit makes the old result fresh again
+    edit(path, "# %%\nraise ValueError('boom from the fixture')\n\n", "")
+    assert states(project) == {"alpha": "fresh", "beta": "fresh"}
+
+
+def test_the_hash_follows_worklog_gen_imports_transitively(tmp_path):
+    pkg = tmp_path / "worklog_gen"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text('"""package"""\n')
+    (pkg / "helpers.py").write_text("from . import deep\n\ndef f():\n    from worklog_gen.lazy import g\n")
+    (pkg / "deep.py").write_text("X = 1\n")
+    (pkg / "lazy.py").write_text("def g():\n    return 2\n")
+    (pkg / "unused.py").write_text("Y = 1\n")
+    nb = tmp_path / "nb.py"
+    nb.write_text("# %% [markdown]\n# Prose.\n\n# %%\n%matplotlib inline\nfrom worklog_gen.helpers import f\n")
+
+    first = freeze.source_hash(nb, tmp_path)
+    assert first.files == ("worklog_gen/__init__.py", "worklog_gen/deep.py",
+                           "worklog_gen/helpers.py", "worklog_gen/lazy.py")
+    (pkg / "unused.py").write_text("Y = 2\n")
+    assert freeze.source_hash(nb, tmp_path) == first
+    (pkg / "lazy.py").write_text("def g():\n    return 3\n")
+    assert freeze.source_hash(nb, tmp_path).hexdigest != first.hexdigest
+
+
+def test_write_entry_replaces_the_old_entry_whole(tmp_path):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 + 1")])
+    data = tmp_path / "out"
+    data.mkdir()
+    (data / "old.csv").write_text("a\n1\n")
+    store = tmp_path / "store"
+    freeze.write_entry(store, "x", nb, data, {"source_hash": "old"})
+    (data / "old.csv").unlink()
+    (data / "new.json").write_text("{}")
+    entry = freeze.write_entry(store, "x", nb, data, {"source_hash": "new"})
+    assert sorted(p.relative_to(entry).as_posix() for p in entry.rglob("*")) == [
+        "data", "data/new.json", "record.json", "x.ipynb"]
+    assert json.loads((entry / "record.json").read_text()) == {"source_hash": "new"}
+    assert [p.name for p in store.iterdir()] == ["x"]
