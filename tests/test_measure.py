@@ -138,3 +138,43 @@ def test_rates_are_inverse_in_time():
     # halving the time doubles the rate, for both units
     assert measure.gbps(1e9, 0.5) == pytest.approx(2 * measure.gbps(1e9, 1.0))
     assert math.isclose(measure.tflops(1e12, 1000.0), 1.0)
+
+
+def test_measure_ceilings_arithmetic_on_cpu_stand_ins(monkeypatch):
+    """The bookkeeping of measure_ceilings, with CPU tensors standing in for CUDA ones and a
+    fixed 2 ms per call: bytes counted twice for a copy, 2 n^3 FLOP per matmul, tf32 setting
+    restored, fp32 from the datasheet of a known device."""
+    torch = pytest.importorskip("torch")
+    real_randn = torch.randn
+    seen = []
+
+    def cpu_randn(*shape, device=None, dtype=None):
+        x = real_randn(*shape, dtype=dtype)
+        seen.append((x.dtype, torch.backends.cuda.matmul.allow_tf32))
+        return x
+
+    def fixed_bench(fn, **_):
+        fn()
+        return Timing(2.0, 1.9, 2.1)
+
+    monkeypatch.setattr(measure, "_require_cuda", lambda: None)
+    monkeypatch.setattr(measure, "bench", fixed_bench)
+    monkeypatch.setattr(torch, "randn", cpu_randn)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H200")
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    torch.backends.cuda.matmul.allow_tf32 = False
+
+    c = measure.measure_ceilings(copy_bytes=4096, matmul_n=16)
+    assert c.copy_gbps == pytest.approx(2 * 4096 / 2e-3 / 1e9)
+    assert c.bf16_tflops == c.tf32_tflops == pytest.approx(2 * 16**3 / 2e-3 / 1e12)
+    assert (c.fp32_tflops, c.datasheet) == (67, H200_SXM) and c.fp32_source.startswith("datasheet")
+    assert torch.backends.cuda.matmul.allow_tf32 is False  # restored
+    # copy source fp32; bf16 operands; fp32 operands built while tf32 was allowed
+    assert seen[0][0] == torch.float32
+    assert [d for d, _ in seen[1:3]] == [torch.bfloat16] * 2
+    assert seen[3:5] == [(torch.float32, True)] * 2
+
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "Some Future GPU")
+    c = measure.measure_ceilings(copy_bytes=4096, matmul_n=16)
+    assert c.datasheet is None and c.fp32_source.startswith("measured")
+    assert seen[-1] == (torch.float32, False)  # fp32 measured with tf32 off
