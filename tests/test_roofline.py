@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -225,6 +226,11 @@ def test_legend_says_where_each_roof_comes_from(points, ceilings):
     assert "copy 4,000 GB/s" in measured and "torch.matmul bf16 800, tf32 400" in measured
     assert "fp32 67 TFLOP/s from the datasheet" in measured
     assert "4,800 GB/s" in datasheet and "bf16 989.5" in datasheet
+
+    fma = dataclasses.replace(ceilings, fp32_tflops=61.5, fp32_source="measured: FMA chain peak")
+    ax = plot_roofline(points[:2], fma, roofs=("fp32",)).axes[0]
+    measured = ax.get_legend().get_texts()[0].get_text()
+    assert "fp32 61.5 TFLOP/s (measured: FMA chain peak)" in measured and "torch.matmul" not in measured
 
 
 def test_memory_label_lies_on_the_slope_when_clear(ceilings):

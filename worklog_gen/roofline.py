@@ -348,12 +348,14 @@ def plot_roofline(points: Sequence[RooflinePoint], ceilings: Ceilings, *,
 
 def _measured_label(ceilings: Ceilings, roofs: Sequence[str]) -> str:
     """Legend text of the solid roofs, saying where each number comes from."""
-    matmul = [r for r in roofs if r != "fp32" or not ceilings.fp32_source.startswith("datasheet")]
     text = f"measured, {ceilings.device}:\ncopy {ceilings.copy_gbps:,.0f} GB/s"
+    matmul = [r for r in roofs if r != "fp32"]
     if matmul:
         text += "; torch.matmul " + ", ".join(f"{r} {ceilings.roof_tflops(r):,.4g}" for r in matmul) + " TFLOP/s"
-    if "fp32" in roofs and "fp32" not in matmul:
-        text += f"; fp32 {ceilings.fp32_tflops:,.4g} TFLOP/s from the datasheet"
+    if "fp32" in roofs:
+        source = ceilings.fp32_source
+        text += f"; fp32 {ceilings.fp32_tflops:,.4g} TFLOP/s " + (
+            "from the datasheet" if source.startswith("datasheet") else f"({source})")
     return text
 
 
