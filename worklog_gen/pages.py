@@ -88,7 +88,7 @@ def md_escape(text: str, *, table: bool = False) -> str:
     """``text`` as literal markdown inside a line: inline markup escaped with
     backslashes, ``<`` and ``&`` as entities, ``|`` escaped in table cells and
     newlines folded to spaces."""
-    text = html.escape(" ".join(text.split()), quote=False)
+    text = " ".join(text.split()).replace("&", "&amp;").replace("<", "&lt;")
     text = _MD_SPECIAL.sub(r"\\\1", text)
     return text.replace("|", r"\|") if table else text
 

@@ -1,0 +1,129 @@
+"""Shared fixtures: hand-built entries and logs, and real MkDocs builds in tmp_path."""
+
+from __future__ import annotations
+
+import datetime as dt
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from worklog_gen.worklog import Entry, Link, Task, TaskStatus, Worklog
+
+REPO = Path(__file__).resolve().parent.parent
+REAL_LOG = REPO.parent / "shared" / "worklogs" / "tminus-worklog.md"
+
+
+@pytest.fixture
+def make_entry():
+    """``make_entry("2025-12-09", body, countdown=154, links=[(title, url)], tasks=[(text, status)])``:
+    an :class:`Entry` built by hand (no parser), with words counted as whitespace-separated tokens."""
+
+    def make(date: str, body: str = "", countdown: int | None = None, links=(), tasks=(), path="log.md", line=1):
+        day = dt.date.fromisoformat(date)
+        return Entry(
+            date=day,
+            countdown=countdown,
+            header=f"{day:%m/%d/%y}" + (f" (T - {countdown})" if countdown is not None else ""),
+            body=body,
+            path=path,
+            line=line,
+            links=[Link(title=t, url=u, line=line + 1) for t, u in links],
+            tasks=[Task(text=t, status=TaskStatus(s), line=line + 1) for t, s in tasks],
+            words=len(body.split()),
+        )
+
+    return make
+
+
+@pytest.fixture
+def make_log():
+    """``make_log(entries, target="2026-05-12", preamble="")``: a :class:`Worklog` by hand."""
+
+    def make(entries, target: str | None = "2026-05-12", preamble: str = "", title: str | None = None):
+        return Worklog(
+            entries=sorted(entries, key=lambda e: e.date),
+            preamble=preamble,
+            front_matter={"title": title} if title else {},
+            target_date=dt.date.fromisoformat(target) if target else None,
+            paths=["log.md"],
+        )
+
+    return make
+
+
+@pytest.fixture
+def fake_render(monkeypatch):
+    """Replace the notebook renderer with fakes that record their ``calls``.
+
+    Each topic page gets ``Rendered <id>.`` with one figure ``<id>/fig.png`` and no
+    warnings; set ``fake_render.warnings`` to make every topic render warn."""
+    from worklog_gen import render
+
+    class FakeRender:
+        def __init__(self):
+            self.calls: list[tuple] = []
+            self.warnings: list[str] = []
+
+        def render_topic(self, topic_id, title, notebook, store_dir, root):
+            self.calls.append(("topic", topic_id, Path(notebook)))
+            return render.RenderedPage(
+                markdown=f"Rendered {topic_id}.\n\n![figure]({topic_id}/fig.png)\n",
+                files={f"{topic_id}/fig.png": b"\x89PNG fake"},
+                warnings=list(self.warnings),
+            )
+
+        def render_kernels_page(self, topics, store_dir, root):
+            self.calls.append(("kernels", [t[0] for t in topics]))
+            return render.RenderedPage(markdown="# Kernels\n\nEvery kernel.\n")
+
+    fake = FakeRender()
+    monkeypatch.setattr(render, "render_topic", fake.render_topic)
+    monkeypatch.setattr(render, "render_kernels_page", fake.render_kernels_page)
+    return fake
+
+
+@pytest.fixture
+def build_site(tmp_path, monkeypatch):
+    """``build_site(log_text, plugin={...}, config={...}, docs={...}, strict=True) -> site_dir``.
+
+    Writes ``mkdocs.yml`` (Material theme, the ``worklog`` plugin reading
+    ``worklog/log.md``), the docs and the log into a fresh folder and runs a real
+    ``mkdocs build`` in-process. The build date is fixed at 2025-12-21 through
+    ``SOURCE_DATE_EPOCH``. Raises MkDocs' ``Abort`` when a strict build warns.
+    """
+    from mkdocs.commands.build import build
+    from mkdocs.config import load_config
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", str(int(dt.datetime(2025, 12, 21, 12, tzinfo=dt.timezone.utc).timestamp())))
+    counter = iter(range(1000))
+
+    def build_it(log_text: str | None, *, plugin: dict | None = None, config: dict | None = None,
+                 docs: dict[str, str] | None = None, strict: bool = True) -> Path:
+        root = tmp_path / f"project{next(counter)}"
+        (root / "docs").mkdir(parents=True)
+        (root / "worklog").mkdir()
+        if log_text is not None:
+            (root / "worklog" / "log.md").write_text(textwrap.dedent(log_text), encoding="utf-8")
+        for name, text in (docs or {"index.md": "# Home\n"}).items():
+            (root / "docs" / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / "docs" / name).write_text(text, encoding="utf-8")
+        cfg = {
+            "site_name": "Test log",
+            "theme": {"name": "material"},
+            "markdown_extensions": ["tables", "attr_list", "md_in_html", {"toc": {"permalink": True}}],
+            "validation": {
+                "omitted_files": "warn",
+                "absolute_links": "warn",
+                "unrecognized_links": "warn",
+                "anchors": "warn",
+            },
+            "plugins": [{"worklog": plugin or {}}],
+            **(config or {}),
+        }
+        (root / "mkdocs.yml").write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
+        build(load_config(str(root / "mkdocs.yml"), strict=strict))
+        return root / "site"
+
+    return build_it

@@ -1,0 +1,60 @@
+"""The Atom feed parses back as RFC 4287 requires, with absolute links given a site_url."""
+
+import xml.etree.ElementTree as ET
+from types import SimpleNamespace
+
+import pytest
+
+from worklog_gen.feed import ATOM_NS, atom_feed, feed_src
+
+CFG = SimpleNamespace(url_prefix="worklog")
+A = f"{{{ATOM_NS}}}"
+
+
+@pytest.fixture
+def log(make_entry, make_log):
+    return make_log([
+        make_entry("2025-12-09", "[Making Deep Learning Go Brrrr](https://horace.io/brrr_intro.html) & 1 < 2", 154),
+        make_entry("2025-12-10", "Presentation done and did well.", 153),
+    ])
+
+
+def test_feed_parses_back_with_required_elements(log):
+    root = ET.fromstring(atom_feed(log, CFG, title="My log", author="Monish"))
+    assert root.tag == f"{A}feed"
+    for tag in ("id", "title", "updated", "author"):
+        assert root.find(A + tag) is not None, tag
+    assert root.find(f"{A}updated").text == "2025-12-10T00:00:00Z"
+    entries = root.findall(f"{A}entry")
+    assert [e.find(f"{A}title").text for e in entries] == ["10 Dec 2025 · T-153", "9 Dec 2025 · T-154"]
+    for entry in entries:
+        for tag in ("id", "title", "updated", "link", "summary"):
+            assert entry.find(A + tag) is not None, tag
+    assert entries[1].find(f"{A}summary").text == "Making Deep Learning Go Brrrr & 1 < 2"
+    ids = [e.find(f"{A}id").text for e in entries]
+    assert len(set(ids)) == 2 and all(i.startswith("urn:uuid:") for i in ids)
+
+
+def test_links_are_relative_to_the_feed_without_site_url(log):
+    root = ET.fromstring(atom_feed(log, CFG, title="t"))
+    assert feed_src(CFG) == "worklog/feed.xml"
+    links = [e.find(f"{A}link").get("href") for e in root.findall(f"{A}entry")]
+    assert links == ["2025-12-10/", "2025-12-09/"]
+    assert root.find(f"{A}link[@rel='self']").get("href") == "feed.xml"
+
+
+def test_links_and_ids_are_absolute_with_site_url(log):
+    root = ET.fromstring(atom_feed(log, CFG, title="t", site_url="https://me.github.io/log"))
+    entry = root.find(f"{A}entry")
+    assert entry.find(f"{A}link").get("href") == "https://me.github.io/log/worklog/2025-12-10/"
+    assert entry.find(f"{A}id").text == "https://me.github.io/log/worklog/2025-12-10/"
+    assert root.find(f"{A}link[@rel='self']").get("href") == "https://me.github.io/log/worklog/feed.xml"
+
+
+def test_ids_are_stable_across_builds(log):
+    assert atom_feed(log, CFG, title="t") == atom_feed(log, CFG, title="t")
+
+
+def test_empty_log_is_still_a_valid_feed(make_log):
+    root = ET.fromstring(atom_feed(make_log([]), CFG, title="t"))
+    assert root.findall(f"{A}entry") == [] and root.find(f"{A}updated").text

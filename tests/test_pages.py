@@ -1,0 +1,303 @@
+"""Page text from hand-built entries: streaks, heatmap, timeline, tasks, links, day pages."""
+
+import datetime as dt
+import re
+
+import markdown
+import pytest
+
+from worklog_gen.pages import (
+    OldSiteLinks,
+    SiteContext,
+    commonmark_lists,
+    day_page,
+    entry_title,
+    entry_url,
+    heatmap_cells,
+    heatmap_html,
+    home_page,
+    md_escape,
+    nav_section,
+    normalise_task,
+    reading_list,
+    reading_list_page,
+    streaks,
+    summary,
+    task_report,
+    tasks_page,
+    timeline,
+)
+
+D = dt.date.fromisoformat
+
+
+# --- streaks -------------------------------------------------------------------------
+
+
+def test_streaks_current_is_the_run_ending_at_the_latest_entry():
+    dates = [D("2025-12-01"), D("2025-12-02"), D("2025-12-03"), D("2025-12-04"), D("2025-12-07"), D("2025-12-08")]
+    s = streaks(dates)
+    assert (s.current, s.longest) == (2, 4)
+    assert (s.longest_start, s.longest_end) == (D("2025-12-01"), D("2025-12-04"))
+
+
+def test_streaks_count_calendar_days_once_and_cross_month_ends():
+    dates = [D("2025-12-31"), D("2026-01-01"), D("2026-01-01"), D("2026-01-02"), D("2025-12-30")]
+    assert streaks(dates) == streaks(sorted(set(dates)))
+    assert (streaks(dates).current, streaks(dates).longest) == (4, 4)
+
+
+def test_streaks_of_nothing_and_of_one_day():
+    assert (streaks([]).current, streaks([]).longest) == (0, 0)
+    assert (streaks([D("2025-01-01")]).current, streaks([D("2025-01-01")]).longest) == (1, 1)
+
+
+# --- heatmap ---------------------------------------------------------------------------
+
+
+def test_heatmap_covers_first_to_last_day_in_monday_weeks():
+    words = {D("2025-12-09"): 95, D("2025-12-10"): 831, D("2025-12-20"): 19, D("2026-01-05"): 400}
+    cells = heatmap_cells(words)
+    assert [c.date for c in cells] == [D("2025-12-09") + dt.timedelta(days=i) for i in range(28)]
+    assert cells[0].week == 0 and cells[0].weekday == 1  # 2025-12-09 is a Tuesday
+    assert cells[-1].date == D("2026-01-05") and cells[-1].weekday == 0 and cells[-1].week == 4
+    for cell in cells:
+        assert 0 <= cell.weekday < 7 and 0 <= cell.week <= 4
+        assert cell.words == words.get(cell.date)
+        assert (cell.level == 0) == (cell.words is None)
+
+
+def test_heatmap_levels_follow_word_quartiles():
+    words = {D("2025-01-01") + dt.timedelta(days=i): w for i, w in enumerate([10, 20, 30, 40, 50, 60, 70, 80])}
+    levels = [c.level for c in heatmap_cells(words)]
+    assert levels == sorted(levels)  # more words, never a lighter colour
+    assert levels[0] == 1 and levels[-1] == 4
+    assert set(levels) == {1, 2, 3, 4}
+
+
+def test_heatmap_html_scrolls_instead_of_widening_the_page():
+    cells = heatmap_cells({D("2024-01-01") + dt.timedelta(days=i): 10 for i in range(0, 365, 2)})
+    out = heatmap_html(cells, lambda d: f"{d.isoformat()}/")
+    width = int(re.search(r'<svg [^>]*width="(\d+)"', out)[1])
+    assert width > 390  # a year of weeks is wider than a phone...
+    assert out.startswith('<div class="worklog-heatmap" style="overflow-x:auto;max-width:100%">')  # ...so it scrolls
+    assert out.count("<rect") == len(cells) + 5  # one per day, five in the legend
+    assert out.count('<a href="') == sum(c.words is not None for c in cells)
+    assert "\n\n" not in out  # Python-Markdown keeps a raw HTML block only without blank lines
+    assert "Less" in out and "More" in out and "Mon" in out
+
+
+def test_heatmap_of_no_entries_is_empty():
+    assert heatmap_cells({}) == [] and heatmap_html([], lambda d: None) == ""
+
+
+# --- timeline, summary, reading list ---------------------------------------------------------
+
+
+def test_timeline_is_newest_first_grouped_by_month(make_entry):
+    entries = [make_entry(d) for d in ["2025-11-30", "2025-12-09", "2026-01-02", "2025-12-20", "2025-11-01"]]
+    groups = timeline(entries)
+    assert [m for m, _ in groups] == ["January 2026", "December 2025", "November 2025"]
+    assert [[e.date.isoformat() for e in es] for _, es in groups] == [
+        ["2026-01-02"],
+        ["2025-12-20", "2025-12-09"],
+        ["2025-11-30", "2025-11-01"],
+    ]
+
+
+def test_summary_is_the_first_sentence_or_link_title(make_entry):
+    link_first = make_entry("2025-12-09", "[Making Deep Learning Go Brrrr](https://horace.io/brrr_intro.html)\n\nMore.")
+    assert summary(link_first) == "Making Deep Learning Go Brrrr"
+    prose_first = make_entry("2025-12-15", "Coded Triton MatMul, both tiled GEMM. Found a bug.\n")
+    assert summary(prose_first) == "Coded Triton MatMul, both tiled GEMM."
+    semicolon = make_entry("2025-12-17", "Read a page from the blog;\nReview the report;")
+    assert summary(semicolon) == "Read a page from the blog"
+    assert summary(make_entry("2025-12-20", "")) == "(no text)"
+
+
+def test_summary_is_cut_at_a_word_boundary(make_entry):
+    entry = make_entry("2025-12-09", "word " * 60)
+    text = summary(entry, limit=50)
+    assert len(text) <= 50 and text.endswith("word…")
+
+
+def test_reading_list_dedupes_by_url_and_keeps_days_in_order(make_entry):
+    a = make_entry("2025-12-10", links=[("Lecture 14", "https://c.org/l14"), ("Brrr", "https://www.horace.io/b")])
+    b = make_entry("2025-12-09", links=[("Lecture 14 (first)", "https://c.org/l14")])
+    c = make_entry("2025-12-11", links=[("Lecture 14 again", "https://c.org/l14"), ("again", "https://c.org/l14")])
+    items = reading_list([a, b, c])
+    assert [i.url for i in items] == ["https://c.org/l14", "https://www.horace.io/b"]
+    assert items[0].title == "Lecture 14 (first)"
+    assert [e.date.isoformat() for e in items[0].entries] == ["2025-12-09", "2025-12-10", "2025-12-11"]
+    assert items[1].domain == "horace.io"
+
+
+# --- tasks ---------------------------------------------------------------------------------
+
+
+def test_normalise_task_drops_status_words_case_and_punctuation():
+    assert normalise_task("Finish Einsum today; - Done") == "finish einsum today"
+    assert normalise_task("Make an entry for TA experience, after dinner; -> Tmr;") == (
+        "make an entry for ta experience after dinner"
+    )
+    assert normalise_task("First learn, and then finish this. - Next; - Done;") == "first learn and then finish this"
+    assert normalise_task("Read the paper -> Tmr") == normalise_task("read the PAPER - done.")
+
+
+def test_task_report_matches_carried_to_later_done(make_entry):
+    e1 = make_entry("2025-12-15", tasks=[("Make an entry for TA experience -> Tmr;", "carried"),
+                                         ("Write the report -> Tmr", "carried"), ("Proctor exam - Done", "done")])
+    e2 = make_entry("2025-12-16", tasks=[("Write the report -> Tmr", "carried"), ("Hive slides", "open")])
+    e3 = make_entry("2025-12-17", tasks=[("Make an entry for TA experience - Done;", "done")])
+    report = task_report([e3, e1, e2])
+    assert [(a.date.day, b.date.day) for a, _, b in report.carried_then_done] == [(15, 17)]
+    assert [([e.date.day for e in es], t.text) for es, t in report.outstanding] == [
+        ([15, 16], "Write the report -> Tmr")
+    ]
+    assert [t.text for _, t in report.done] == ["Proctor exam - Done", "Make an entry for TA experience - Done;"]
+
+
+def test_a_task_done_before_it_was_carried_does_not_close_it(make_entry):
+    e1 = make_entry("2025-12-15", tasks=[("Read the paper - Done", "done")])
+    e2 = make_entry("2025-12-16", tasks=[("Read the paper -> Tmr", "carried")])
+    report = task_report([e1, e2])
+    assert report.carried_then_done == [] and len(report.outstanding) == 1
+
+
+def test_tasks_page_lists_outstanding_and_done_with_day_links(make_entry, make_log):
+    e1 = make_entry("2025-12-15", tasks=[("Write the report -> Tmr", "carried"), ("Proctor exam - Done", "done")])
+    page = tasks_page(make_log([e1]), SiteContext())
+    assert "## Carried over, never marked done (1)" in page
+    assert "Write the report -> Tmr — carried on [2025-12-15](2025-12-15.md)" in page
+    assert "## Done (1)" in page and "    - Proctor exam - Done" in page
+
+
+# --- old-site links ---------------------------------------------------------------------------
+
+
+BODY = (
+    "Drafts: [MLP Standard Derivatives](/blog/2025/mlp-derivatives/) and "
+    '[Simple MLP [draft]](/blog/2025/mlp-fw-bwd/ "title"), '
+    "![fig](/assets/fig.png), [external](https://x.org/a) and [local](other.md).\n"
+)
+
+
+def _links(make_entry):
+    return make_entry(
+        "2025-12-12",
+        BODY,
+        links=[("MLP Standard Derivatives", "/blog/2025/mlp-derivatives/"), ("Simple MLP [draft]", "/blog/2025/mlp-fw-bwd/"),
+               ("fig", "/assets/fig.png"), ("external", "https://x.org/a"), ("local", "other.md")],
+    ).links
+
+
+def test_old_site_links_are_rewritten_to_old_site_url(make_entry):
+    old = OldSiteLinks("https://me.github.io/")
+    out = old.rewrite(BODY, _links(make_entry), "log.md")
+    assert "[MLP Standard Derivatives](https://me.github.io/blog/2025/mlp-derivatives/)" in out
+    assert '[Simple MLP [draft]](https://me.github.io/blog/2025/mlp-fw-bwd/ "title")' in out
+    assert "![fig](https://me.github.io/assets/fig.png)" in out
+    assert "[external](https://x.org/a)" in out and "[local](other.md)" in out
+    assert old.kept == [] and old.message() is None
+
+
+def test_old_site_links_are_kept_as_html_and_reported_once(make_entry):
+    old = OldSiteLinks(None)
+    out = old.rewrite(BODY, _links(make_entry), "log.md")
+    html = markdown.markdown(out)
+    assert '<a href="/blog/2025/mlp-derivatives/">MLP Standard Derivatives</a>' in html
+    assert '<a href="/blog/2025/mlp-fw-bwd/">Simple MLP [draft]</a>' in html
+    assert '<img alt="fig" src="/assets/fig.png"' in html or '<img src="/assets/fig.png" alt="fig">' in html
+    assert '<a href="https://x.org/a">external</a>' in html
+    message = old.message()
+    assert message.count("\n") == 3  # one message: a header line and one line per link
+    assert "log.md:2: /blog/2025/mlp-derivatives/" in message and "old_site_url" in message
+
+
+# --- page text ---------------------------------------------------------------------------------
+
+
+def test_commonmark_lists_mean_the_same_to_python_markdown():
+    text = "notes from above;\n- first\n- second with\n  - a nested item\n\nthen;\n1. one\n   1. sub\n"
+    out = commonmark_lists(text)
+    html = markdown.markdown(out)
+    assert html.count("<ul>") == 2 and html.count("<ol>") == 2
+    assert "<p>notes from above;</p>" in html and "<p>then;</p>" in html
+    assert out.split() == text.split()  # only whitespace changed
+
+
+def test_md_escape_keeps_text_literal():
+    text = "a *b* _c_ [d](e) <f> & `g` | h"
+    assert markdown.markdown(md_escape(text)) == "<p>a *b* _c_ [d](e) &lt;f&gt; &amp; `g` | h</p>"
+
+
+def test_day_page_has_title_iso_date_verbatim_body_and_neighbours(make_entry, make_log):
+    entries = [
+        make_entry("2025-12-09", "First day.", countdown=154),
+        make_entry("2025-12-10", "Read [Lecture 14](https://c.org/l14) on GEMM.\n\nPing Sohan - Done", countdown=153,
+                   links=[("Lecture 14", "https://c.org/l14")], tasks=[("Ping Sohan - Done", "done")]),
+        make_entry("2025-12-11", "Third.", countdown=152),
+    ]
+    ctx = SiteContext(topic_titles={"tiled-matmul": "Tiled matmul"}, entry_topics={"2025-12-10": ["tiled-matmul"]})
+    page = day_page(make_log(entries), 1, ctx)
+    assert page.startswith("# 10 Dec 2025 · T-153\n")
+    assert "Wednesday 2025-12-10" in page and "153 days to the target date 2026-05-12" in page
+    assert "Read [Lecture 14](https://c.org/l14) on GEMM.\n\nPing Sohan - Done" in page
+    assert "- [Tiled matmul](../topics/tiled-matmul.md)" in page
+    assert "- [Lecture 14](<https://c.org/l14>) — c.org" in page
+    assert "- ✓ done: Ping Sohan - Done" in page
+    assert "← [9 Dec 2025 · T-154](2025-12-09.md)" in page and "[11 Dec 2025 · T-152](2025-12-11.md) →" in page
+    first = day_page(make_log(entries), 0, ctx)
+    assert "←" not in first and "## Topics" not in first
+
+
+def test_home_page_countdown_streaks_and_timeline(make_entry, make_log):
+    entries = [make_entry("2025-12-09", "One two.", 154), make_entry("2025-12-10", "Three.", 153),
+               make_entry("2025-12-12", "Four five six.", 151)]
+    ctx = SiteContext(build_date=D("2025-12-21"), feed=True)
+    page = home_page(make_log(entries, preamble="Ruthless work-ethic\n"), ctx)
+    assert "Ruthless work-ethic" in page
+    assert "**Target date:** Tuesday 2026-05-12" in page
+    assert "**Days left, as of the build date 2025-12-21:** 142" in page
+    assert "**Days left, as of the last entry 2025-12-12:** 151" in page
+    assert "**Days logged:** 3" in page
+    assert "**Current streak (run ending at the latest entry):** 1 days" in page
+    assert "**Longest streak:** 2 days (2025-12-09 to 2025-12-10)" in page
+    assert page.index("### December 2025") < page.index("[12 Dec 2025 · T-151](2025-12-12.md) — Four five six.")
+    assert page.index("2025-12-12.md") < page.index("2025-12-09.md")  # newest first
+    assert '<a href="2025-12-09/">' in page and "[Atom feed](feed.xml)" in page
+
+
+def test_reading_list_page_links_every_url_once(make_entry, make_log):
+    entries = [make_entry("2025-12-09", links=[("A | pipe", "https://a.org/x")]),
+               make_entry("2025-12-10", links=[("A again", "https://a.org/x"), ("Old", "/blog/old/")])]
+    page = reading_list_page(make_log(entries), SiteContext())
+    assert page.count("https://a.org/x") == 1
+    assert r"A \| pipe" in page and "[2025-12-09](2025-12-09.md), [2025-12-10](2025-12-10.md)" in page
+    assert '<a href="/blog/old/">Old</a>' in page
+
+
+def test_entry_url_and_nav_section(make_entry, make_log):
+    entries = [make_entry("2025-11-30", countdown=10), make_entry("2025-12-01", countdown=9)]
+    assert entry_url(entries[0], SiteContext(url_prefix="/log/")) == "log/2025-11-30/"
+    assert entry_title(make_entry("2025-12-01")) == "1 Dec 2025"
+    nav = nav_section(make_log(entries), SiteContext())
+    assert nav == [
+        "worklog/index.md",
+        {"Reading list": "worklog/reading-list.md"},
+        {"Tasks": "worklog/tasks.md"},
+        {"November 2025": [{"Sun 30 · T-10": "worklog/2025-11-30.md"}]},
+        {"December 2025": [{"Mon 1 · T-9": "worklog/2025-12-01.md"}]},
+    ]
+
+
+@pytest.mark.parametrize("prefix", ["worklog", "notes/log"])
+def test_pages_link_relative_to_their_own_folder(make_entry, make_log, prefix):
+    from worklog_gen.pages import worklog_pages
+
+    entries = [make_entry("2025-12-09", "GEMM", 1)]
+    ctx = SiteContext(url_prefix=prefix, topic_titles={"t": "T"}, entry_topics={"2025-12-09": ["t"]})
+    pages = worklog_pages(make_log(entries), ctx)
+    assert set(pages) == {f"{prefix}/{n}" for n in ["index.md", "reading-list.md", "tasks.md", "2025-12-09.md"]}
+    depth = prefix.count("/") + 1
+    assert f"]({'../' * depth}topics/t.md)" in pages[f"{prefix}/2025-12-09.md"]
