@@ -206,23 +206,34 @@ def _segment_distance(p, a, b) -> float:
 
 
 def _spread_offsets(xy_norm: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
-    """Label offsets (points) so that labels of nearby points do not land on each other.
+    """Offsets (points) of the number labels, so that labels of nearby points do not overlap.
 
-    ``xy_norm``: point positions in axes fraction (log space). Tries offsets around
-    each point and keeps the first whose label lands clear of those already placed.
+    ``xy_norm``: point positions in axes fractions (log space); label ``i`` is ``str(i + 1)``.
+    Tries offsets around each point and keeps the first whose label box is clear of those
+    already placed, or else the one that overlaps least.
     """
-    candidates = [(6, 6), (6, -12), (-14, 6), (-14, -12), (10, -3), (-18, -3), (0, 10), (0, -16)]
-    width_pt, height_pt = 72 * FIGSIZE[0] * 0.75, 72 * FIGSIZE[1] * 0.8  # rough axes size
-    placed: list[tuple[float, float]] = []
+    candidates = [(6, 6), (6, -12), (-14, 6), (-14, -12), (10, -3), (-18, -3), (0, 10), (0, -16),
+                  (20, 6), (20, -12), (-28, 6), (-28, -12), (22, -3), (-32, -3)]
+    width_pt, height_pt = 72 * FIGSIZE[0] * 0.8, 72 * FIGSIZE[1] * 0.8  # rough axes size
+    char_pt, line_pt = 5.5, 9.0  # a digit of the 8.5 pt bold label
+    boxes: list[tuple[float, float, float, float]] = []
     offsets = []
-    for u, v in xy_norm:
-        choice = candidates[0]
-        for dx, dy in candidates:
-            pos = (u + dx / width_pt, v + dy / height_pt)
-            if all(abs(pos[0] - p[0]) > 0.025 or abs(pos[1] - p[1]) > 0.035 for p in placed):
-                choice = (dx, dy)
-                break
-        placed.append((u + choice[0] / width_pt, v + choice[1] / height_pt))
+    for i, (u, v) in enumerate(xy_norm):
+        width = char_pt * len(str(i + 1))
+
+        def box(offset: tuple[float, float]) -> tuple[float, float, float, float]:
+            x, y = u * width_pt + offset[0], v * height_pt + offset[1]
+            return x, y, x + width, y + line_pt
+
+        def separation(offset: tuple[float, float]) -> float:
+            """Points of clearance to the nearest placed label (negative: overlap)."""
+            x0, y0, x1, y1 = box(offset)
+            return min((max(bx0 - x1, x0 - bx1, by0 - y1, y0 - by1) for bx0, by0, bx1, by1 in boxes),
+                       default=math.inf)
+
+        clear = [c for c in candidates if separation(c) >= 1]
+        choice = clear[0] if clear else max(candidates, key=separation)
+        boxes.append(box(choice))
         offsets.append(choice)
     return offsets
 
