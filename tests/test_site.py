@@ -1,0 +1,259 @@
+"""Real ``mkdocs build`` runs in tmp_path, asserting on the HTML (as mkdocstrings'
+test_plugin.py does). Builds are strict unless a test says otherwise."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from bs4 import BeautifulSoup
+from markdown_it import MarkdownIt
+from mkdocs.exceptions import Abort
+
+from conftest import REAL_LOG
+from worklog_gen import plugin as plugin_module
+from worklog_gen.worklog import Diagnostic, Worklog
+
+TOPICS = [
+    {"id": "vector-add", "title": "Vector add", "notebook": "notebooks/vector_add.py",
+     "aliases": ["vector add", "vector addition", "vecadd"]},
+    {"id": "tiled-matmul", "title": "Tiled matmul", "notebook": "notebooks/tiled_matmul.py",
+     "aliases": ["matmul", "GEMM", "matrix multiplication", "tiled GEMM"]},
+    {"id": "online-softmax", "title": "Online softmax", "notebook": "notebooks/online_softmax.py",
+     "aliases": ["softmax", "online softmax", "safe softmax"]},
+]
+
+SMALL_LOG = """\
+<!-- ---
+title: Worklog
+--- -->
+
+Ruthless work-ethic
+
+11/30/25 (T - 163)
+
+Read [Triton tutorial: vector addition](https://triton-lang.org/main/getting-started/tutorials/01-vector-add.html);
+wrote my first vector add kernel.
+
+12/01/25 (T - 162)
+
+Coded the tiled GEMM in Triton.
+- GROUP_SIZE_M ordering for L2 reuse
+- num_warps 4 against 8
+
+Drafts: [Old draft](/blog/2025/old-draft/)
+
+12/02/25 (T - 161)
+
+Read [Online normalizer calculation for softmax](https://arxiv.org/abs/1805.02867) again.
+"""
+
+HEADER = re.compile(r"^(\d{1,2})/(\d{1,2})/(\d{2}|\d{4})\s*\(T\s*-\s*(\d+)\)\s*$", re.MULTILINE)
+WORD = re.compile(r"\w+")
+MD = MarkdownIt("commonmark")
+
+
+def html(site, path: str) -> BeautifulSoup:
+    return BeautifulSoup((site / path).read_text(encoding="utf-8"), "html.parser")
+
+
+def article_text(site, path: str) -> str:
+    return html(site, path).find("article").get_text(" ")
+
+
+def split_entries(text: str) -> list[tuple[dt.date, str, str]]:
+    """(date, header, body) of each entry, found here without the project's parser."""
+    heads = list(HEADER.finditer(text))
+    out = []
+    for head, nxt in zip(heads, [*heads[1:], None]):
+        month, day, year = int(head[1]), int(head[2]), int(head[3])
+        body = text[head.end(): nxt.start() if nxt else len(text)]
+        out.append((dt.date(year + 2000 if year < 100 else year, month, day), head[0].strip(), body))
+    return out
+
+
+def words(markdown: str) -> set[str]:
+    """Words a reader sees in ``markdown`` (rendered by markdown-it-py, HTML stripped)."""
+    return set(WORD.findall(BeautifulSoup(MD.render(markdown), "html.parser").get_text(" ")))
+
+
+# --- the real log ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def real_site(build_site, fake_render, caplog):
+    if not REAL_LOG.exists():
+        pytest.skip(f"{REAL_LOG.name} is not next to the repository")
+    caplog.set_level(logging.INFO)
+    site = build_site(REAL_LOG.read_text(encoding="utf-8"), plugin={"topics": TOPICS})
+    return site, split_entries(REAL_LOG.read_text(encoding="utf-8"))
+
+
+def test_real_log_has_a_page_per_entry_with_every_word(real_site):
+    site, entries = real_site
+    assert len(entries) >= 12
+    for date, header, body in entries:
+        page = article_text(site, f"worklog/{date.isoformat()}/index.html")
+        missing = words(body) - set(WORD.findall(page))
+        assert not missing, f"{date}: words missing from the page: {sorted(missing)}"
+        assert header in page  # the author's header, verbatim
+
+
+def test_real_log_reading_list_has_every_distinct_url(real_site):
+    site, _ = real_site
+    text = REAL_LOG.read_text(encoding="utf-8")
+    urls = {
+        child.attrs["href"]
+        for token in MD.parse(text) if token.type == "inline"
+        for child in token.children if child.type == "link_open"
+    }
+    assert len(urls) >= 20
+    page = html(site, "worklog/reading-list/index.html").find("article")
+    hrefs = [a["href"] for a in page.find("table").find_all("a") if not a["href"].startswith("../")]
+    assert sorted(hrefs) == sorted(urls)  # each once
+
+
+def test_real_log_home_shows_target_date_streaks_and_timeline(real_site):
+    site, entries = real_site
+    home = article_text(site, "worklog/index.html")
+    assert "2026-05-12" in home
+    assert "Days logged: 12" in " ".join(home.split())
+    soup = html(site, "worklog/index.html")
+    assert soup.find("div", class_="worklog-heatmap").find("svg") is not None
+    timeline = [a["href"] for a in soup.find("article").select("li > a") if re.match(r"\d{4}-\d\d-\d\d/", a["href"])]
+    assert timeline == [f"{d.isoformat()}/" for d, _, _ in sorted(entries, reverse=True)]
+
+
+def test_real_log_old_site_links_are_kept_and_reported_once(real_site, caplog):
+    site, _ = real_site
+    page = html(site, "worklog/2025-12-12/index.html")
+    assert page.find("a", href="/blog/2025/mlp-derivatives/") is not None
+    messages = [r for r in caplog.get_records("setup") if "root-relative" in r.getMessage()]  # built in the fixture
+    assert len(messages) == 1 and messages[0].levelno == logging.INFO
+    assert "/blog/2025/mlp-derivatives/" in messages[0].getMessage()
+
+
+def test_real_log_day_pages_link_the_topics_they_mention(real_site):
+    site, _ = real_site
+    page = html(site, "worklog/2025-12-15/index.html")  # "Coded Triton MatMul, both tiled GEMM ..."
+    assert page.find("a", href="../../topics/tiled-matmul/") is not None
+    topic = article_text(site, "topics/tiled-matmul/index.html")
+    assert "Rendered tiled-matmul." in topic and "15 Dec 2025 · T-148" in topic
+
+
+# --- a small log: navigation, topics, feed ----------------------------------------------------
+
+
+def test_automatic_nav_has_sections_and_months(build_site, fake_render):
+    site = build_site(SMALL_LOG, plugin={"topics": TOPICS})
+    nav = html(site, "index.html").find("nav", class_="md-nav--primary").get_text(" ")
+    nav = " ".join(nav.split())
+    for label in ["Home", "Worklog", "Reading list", "Tasks", "November 2025", "Sun 30 · T-163",
+                  "December 2025", "Mon 1 · T-162", "Kernels", "Overview", "Tiled matmul"]:
+        assert label in nav, label
+    assert nav.index("November 2025") < nav.index("December 2025")
+
+
+def test_configured_nav_gets_a_worklog_section(build_site, fake_render):
+    site = build_site(
+        SMALL_LOG,
+        plugin={"topics": TOPICS, "nav_title": "Log"},
+        config={"nav": [{"Start": "index.md"}, {"About": "about.md"}]},
+        docs={"index.md": "# Home\n", "about.md": "# About\n"},
+    )
+    nav = " ".join(html(site, "about/index.html").find("nav", class_="md-nav--primary").get_text(" ").split())
+    assert nav.index("Start") < nav.index("About") < nav.index("Log") < nav.index("Kernels")
+    assert "December 2025" in nav
+
+
+def test_topic_pages_and_kernels_page_from_the_renderer(build_site, fake_render):
+    site = build_site(SMALL_LOG, plugin={"topics": TOPICS})
+    assert ("topic", "tiled-matmul", Path("notebooks/tiled_matmul.py")) in fake_render.calls
+    assert ("kernels", ["vector-add", "tiled-matmul", "online-softmax"]) in fake_render.calls
+    page = html(site, "topics/tiled-matmul/index.html")
+    assert page.find("img", src="fig.png") is not None  # topics/tiled-matmul/fig.png from topics/tiled-matmul/
+    assert (site / "topics/tiled-matmul/fig.png").read_bytes() == b"\x89PNG fake"
+    days = [a.get_text() for a in page.find("article").find_all("a") if "worklog" in a["href"]]
+    assert days == ["1 Dec 2025 · T-162"]
+    vector = article_text(site, "topics/vector-add/index.html")
+    assert "30 Nov 2025 · T-163" in vector  # "vector add" and "vector addition"
+    assert "Every kernel." in article_text(site, "kernels/index.html")
+
+
+def test_renderer_warnings_fail_a_strict_build(build_site, fake_render, caplog):
+    fake_render.warnings = ["notebook notebooks/vector_add.py is stale"]
+    with pytest.raises(Abort):
+        build_site(SMALL_LOG, plugin={"topics": TOPICS})
+    assert any("is stale" in r.getMessage() and r.levelno == logging.WARNING for r in caplog.records)
+
+
+def test_feed_is_written_and_advertised(build_site):
+    site = build_site(SMALL_LOG, config={"site_url": "https://me.github.io/log/"})
+    root = ET.fromstring((site / "worklog/feed.xml").read_bytes())
+    ns = {"a": "http://www.w3.org/2005/Atom"}
+    links = [e.find("a:link", ns).get("href") for e in root.findall("a:entry", ns)]
+    assert links == [f"https://me.github.io/log/worklog/2025-12-0{d}/" for d in (2, 1)] + [
+        "https://me.github.io/log/worklog/2025-11-30/"
+    ]
+    head = html(site, "worklog/2025-12-01/index.html").find("link", type="application/atom+xml")
+    assert head["href"] == "../feed.xml"
+
+
+def test_old_site_url_rewrites_root_relative_links(build_site, caplog):
+    caplog.set_level(logging.INFO)
+    site = build_site(SMALL_LOG, plugin={"old_site_url": "https://me.github.io"})
+    page = html(site, "worklog/2025-12-01/index.html")
+    assert page.find("a", href="https://me.github.io/blog/2025/old-draft/") is not None
+    assert not any("root-relative" in r.getMessage() for r in caplog.records)
+
+
+def test_without_directory_urls_the_heatmap_links_html_files(build_site):
+    site = build_site(SMALL_LOG, config={"use_directory_urls": False})
+    heatmap = html(site, "worklog/index.html").find("div", class_="worklog-heatmap")
+    assert {a["href"] for a in heatmap.find_all("a")} == {"2025-11-30.html", "2025-12-01.html", "2025-12-02.html"}
+    assert (site / "worklog/2025-11-30.html").exists()
+
+
+# --- problems the author must fix -------------------------------------------------------------
+
+
+def _fake_load(worklog: Worklog):
+    return lambda path, date_order="auto": worklog
+
+
+def test_error_diagnostic_stops_the_build_naming_file_and_line(build_site, make_entry, monkeypatch, caplog):
+    bad = Worklog(entries=[make_entry("2025-12-09", "x")],
+                  diagnostics=[Diagnostic("worklog/log.md", 42, "invalid date 13/45/25", "error")])
+    monkeypatch.setattr(plugin_module, "load", _fake_load(bad))
+    with pytest.raises(Abort):
+        build_site(None, strict=False)
+    assert any("worklog/log.md:42: error: invalid date 13/45/25" in r.getMessage() for r in caplog.records)
+
+
+def test_warning_diagnostic_fails_only_strict_builds(build_site, make_entry, monkeypatch, caplog):
+    damaged = Worklog(entries=[make_entry("2025-12-09", "x")],
+                      diagnostics=[Diagnostic("worklog/log.md", 7, "repaired mojibake", "warning")])
+    monkeypatch.setattr(plugin_module, "load", _fake_load(damaged))
+    assert (build_site(None, strict=False) / "worklog/2025-12-09/index.html").exists()
+    with pytest.raises(Abort):
+        build_site(None, strict=True)
+    assert any(r.levelno == logging.WARNING and "log.md:7" in r.getMessage() for r in caplog.records)
+
+
+def test_two_entries_on_one_day_stop_the_build(build_site, make_entry, monkeypatch, caplog):
+    twice = Worklog(entries=[make_entry("2025-12-09", "a", line=3), make_entry("2025-12-09", "b", line=9)])
+    monkeypatch.setattr(plugin_module, "load", _fake_load(twice))
+    with pytest.raises(Abort):
+        build_site(None, strict=False)
+    assert any("log.md:9: error: a second entry for 2025-12-09 (first at log.md:3)" in r.getMessage()
+               for r in caplog.records)
+
+
+def test_a_docs_page_in_the_way_is_an_error(build_site, caplog):
+    with pytest.raises(Abort):
+        build_site(SMALL_LOG, docs={"index.md": "# Home\n", "worklog/tasks.md": "# Mine\n"}, strict=False)
+    assert any("docs/worklog/tasks.md clashes" in r.getMessage() for r in caplog.records)
