@@ -3,12 +3,79 @@
 Reads the freeze store written by :mod:`worklog_gen.freeze`; imports neither torch
 nor triton. Owned by the notebook-pipeline work; the plugin calls only the two
 functions below.
+
+A topic page is the frozen notebook converted by nbconvert's ``MarkdownExporter``
+with a small template (:data:`TEMPLATE`): markdown cells as they are, code cells as
+fenced ``python`` blocks, text outputs as fenced ``text`` blocks (long ones trimmed,
+saying so), images as files beside the page (never base64), HTML passed through and
+errors shown. When the code cells of the current source match the frozen ones, the
+current markdown cells are used, so prose edits show without a GPU re-run.
+Cells tagged ``remove-cell``, ``remove-input`` or ``remove-output`` lose that part.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from worklog_gen import freeze
+
+MAX_OUTPUT_LINES = 60
+"""Text outputs longer than this keep their first and last lines (see :func:`trim_output`)."""
+MAX_OUTPUT_CHARS = 12_000
+"""Text outputs longer than this many characters are cut too."""
+
+TEMPLATE = r"""
+{%- extends 'markdown/index.md.j2' -%}
+
+{% block input %}
+{{ cell.source | fence('python') }}
+{% endblock input %}
+
+{% block stream %}
+{{ output.text | strip_ansi | fence('text') }}
+{% endblock stream %}
+
+{% block data_text scoped %}
+{{ output.data['text/plain'] | strip_ansi | fence('text') }}
+{% endblock data_text %}
+
+{% block error %}
+**{{ output.ename }}**: {{ output.evalue | strip_ansi }}
+
+{{ output.traceback | join('\n') | strip_ansi | fence('text') }}
+{% endblock error %}
+
+{% block data_png %}
+{{ output | image_link('image/png') }}
+{% endblock data_png %}
+
+{% block data_jpg %}
+{{ output | image_link('image/jpeg') }}
+{% endblock data_jpg %}
+
+{% block data_svg %}
+{{ output | image_link('image/svg+xml') }}
+{% endblock data_svg %}
+
+{% block data_pdf %}
+{{ output | image_link('application/pdf') }}
+{% endblock data_pdf %}
+
+{% block data_html scoped %}
+
+{{ output.data['text/html'] | trim }}
+
+{% endblock data_html %}
+
+{% block data_javascript %}
+{% endblock data_javascript %}
+"""
+"""nbconvert template: the stock markdown one with fenced code and output blocks and
+image files instead of inline base64."""
 
 
 @dataclass
@@ -25,14 +92,374 @@ class RenderedPage:
     warnings: list[str] = field(default_factory=list)
 
 
+# --- markdown helpers ----------------------------------------------------------------------
+
+
+def fence(text: str, lang: str = "") -> str:
+    """``text`` as a fenced code block, with a fence longer than any run of backticks in it."""
+    longest, run = 0, 0
+    for ch in text:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    ticks = "`" * max(3, longest + 1)
+    return f"{ticks}{lang}\n{text.rstrip()}\n{ticks}"
+
+
+def _image_link(output, mime: str) -> str:
+    filenames = output.get("metadata", {}).get("filenames", {})
+    if mime not in filenames:  # never inline base64 into the page
+        return f"*(a {mime} output was not extracted; see the executed notebook)*"
+    return f"![output]({filenames[mime]})"
+
+
+def _cell(text: str) -> str:
+    """``text`` safe inside a markdown table cell: one line, markup characters escaped."""
+    import html
+
+    text = html.escape(str(text), quote=False).replace("\n", " ")
+    for ch in "\\`*_[]|":
+        text = text.replace(ch, "\\" + ch)
+    return text
+
+
+def tidy(markdown: str) -> str:
+    """Collapse runs of blank lines to one, except inside code blocks and raw HTML
+    (their line ranges found with markdown-it); other lines are kept as they are."""
+    from markdown_it import MarkdownIt
+
+    lines = markdown.split("\n")
+    keep: set[int] = set()
+    for token in MarkdownIt("commonmark").parse(markdown):
+        if token.type in ("fence", "code_block", "html_block") and token.map:
+            keep.update(range(*token.map))
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        if i not in keep and not line.strip():
+            if not out or not out[-1].strip():
+                continue
+            line = ""
+        out.append(line)
+    return "\n".join(out).strip("\n") + "\n"
+
+
+def trim_output(text: str, max_lines: int = MAX_OUTPUT_LINES, max_chars: int = MAX_OUTPUT_CHARS) -> str:
+    """Shorten a long text output: keep the first two thirds of ``max_lines`` lines and
+    the last third, with a line saying how many were left out; then cut at ``max_chars``
+    characters likewise. Short text is returned as it is."""
+    lines = text.rstrip("\n").split("\n")
+    if len(lines) > max_lines:
+        head, tail = max_lines * 2 // 3, max_lines // 3
+        cut = len(lines) - head - tail
+        lines = lines[:head] + [f"[... {cut} of {len(lines)} lines left out; the executed notebook has them all ...]"] \
+            + lines[-tail:]
+    out = "\n".join(lines)
+    if len(out) > max_chars:
+        cut = len(out) - max_chars
+        out = (out[: max_chars * 2 // 3] + f"\n[... {cut} characters left out; the executed notebook has them all ...]\n"
+               + out[-(max_chars // 3):])
+    return out
+
+
+def _trim_outputs(nb) -> None:
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "stream":
+                output["text"] = trim_output(output["text"])
+            elif "text/plain" in output.get("data", {}):
+                output["data"]["text/plain"] = trim_output(output["data"]["text/plain"])
+
+
+def merge_current_markdown(current, frozen):
+    """The frozen notebook with the current source's markdown cells, when the code cells
+    of both match (:func:`worklog_gen.freeze.code_sources`); otherwise ``frozen`` as it is.
+
+    Returns ``(notebook, merged)``. ``current`` may be ``None`` (no source file).
+    Neither argument is modified.
+    """
+    if current is None or freeze.code_sources(current) != freeze.code_sources(frozen):
+        return frozen, False
+    executed = iter([c for c in frozen.cells if c.cell_type == "code" and freeze.normalise_source(c.source)])
+    nb = copy.deepcopy(frozen)
+    cells = []
+    for cell in current.cells:
+        if cell.cell_type == "code":
+            if freeze.normalise_source(cell.source):
+                cells.append(copy.deepcopy(next(executed)))
+        else:
+            cells.append(copy.deepcopy(cell))
+    nb.cells = cells
+    return nb, True
+
+
+def _split_title(nb) -> tuple[str, object]:
+    """Take a leading ``# heading`` out of the first markdown cell (found with
+    markdown-it), so that the provenance box can go right under it."""
+    from markdown_it import MarkdownIt
+
+    if not nb.cells or nb.cells[0].cell_type != "markdown":
+        return "", nb
+    source = nb.cells[0].source
+    tokens = MarkdownIt("commonmark").parse(source)
+    if not tokens or tokens[0].type != "heading_open" or tokens[0].tag != "h1" or tokens[0].map is None:
+        return "", nb
+    start, end = tokens[0].map
+    lines = source.split("\n")
+    heading = "\n".join(lines[start:end]).strip()
+    if not heading.startswith("# "):  # a setext heading: write it as an ATX one
+        heading = "# " + tokens[1].content
+    nb = copy.deepcopy(nb)
+    nb.cells[0].source = "\n".join(lines[:start] + lines[end:]).strip("\n")
+    return heading, nb
+
+
+def notebook_markdown(nb, files_dir: str) -> tuple[str, dict[str, bytes]]:
+    """Convert an executed notebook to site markdown with nbconvert and :data:`TEMPLATE`.
+
+    Images (PNG, JPEG, SVG, PDF outputs) are extracted to ``<files_dir>/cell_<i>_<j>.<ext>``
+    and linked by that relative path. Returns the markdown and those files.
+    """
+    from jinja2 import DictLoader
+    from nbconvert import MarkdownExporter
+    from nbconvert.preprocessors import TagRemovePreprocessor
+
+    nb = copy.deepcopy(nb)
+    _trim_outputs(nb)
+    exporter = MarkdownExporter(
+        extra_loaders=[DictLoader({"worklog.md.j2": TEMPLATE})],
+        template_file="worklog.md.j2",
+        filters={"fence": fence, "image_link": _image_link},
+    )
+    exporter.register_preprocessor(TagRemovePreprocessor(
+        remove_cell_tags={"remove-cell"}, remove_input_tags={"remove-input"},
+        remove_all_outputs_tags={"remove-output"}, enabled=True), enabled=True)
+    body, resources = exporter.from_notebook_node(nb, resources={"output_files_dir": files_dir,
+                                                                 "unique_key": "cell"})
+    files = {Path(name).as_posix(): data for name, data in sorted(resources.get("outputs", {}).items())}
+    return body.strip() + "\n", files
+
+
+# --- topic pages ---------------------------------------------------------------------------
+
+
+def _resolve(root: Path, path: str | Path) -> Path:
+    path = Path(path)
+    return path if path.is_absolute() else root / path
+
+
+def _when(record: dict) -> str:
+    stamp = str(record.get("executed_at") or "?")
+    return stamp.replace("T", " ").replace("Z", " UTC")
+
+
+def _provenance(st: freeze.NotebookState, links: str, merged: bool) -> tuple[str, list[str]]:
+    """The Material admonition at the top of a topic page, and the build warnings."""
+    record, rel = st.record or {}, st.path
+    short = str(record.get("source_hash", ""))[:12]
+    rerun = f"`worklog-gen execute {rel}`"
+    warnings: list[str] = []
+    versions = ", ".join(f"{name} {record[key]}" for name, key in
+                         (("torch", "torch"), ("triton", "triton"), ("Python", "python"),
+                          ("worklog-gen", "worklog_gen")) if record.get(key))
+    mode = record.get("mode")
+    if mode == "gpu":
+        where = f"on **{record.get('gpu')}** (driver {record.get('driver') or 'unknown'}, " \
+                f"CUDA {record.get('cuda') or 'unknown'})"
+    elif mode == "interpret":
+        where = "on the **CPU under the Triton interpreter** (`TRITON_INTERPRET=1`), not on a GPU"
+    else:
+        where = "on the **CPU** (no GPU was found)"
+    wall = record.get("wall_seconds")
+    lines = [f"Executed {where} on {_when(record)}" + (f" in {wall:.0f} s" if isinstance(wall, (int, float)) else "")
+             + (f", with {versions}." if versions else "."),
+             f"Source hash `{short}`."]
+    if mode != "gpu":
+        lines.append("Outputs check correctness only: timings, bandwidths and TFLOP/s from this run "
+                     "say nothing about a GPU.")
+    if st.state == "fresh":
+        kind, title = "info", "Frozen result: fresh"
+        lines.append("The notebook's code is unchanged since this run (fresh)"
+                     + ("; the prose is the current one." if merged else "."))
+    elif st.state == "stale":
+        kind, title = "warning", "Frozen result: stale"
+        lines.append(f"The code has changed since this run (current hash `{(st.current_hash or '')[:12]}`), "
+                     f"so this page shows the notebook as it ran (stale). Run {rerun} on a GPU to refresh it.")
+        warnings.append(f"notebook {rel} is stale: its frozen result is for source hash {short}, "
+                        f"the source is now {(st.current_hash or '')[:12]}; run worklog-gen execute {rel}")
+    else:  # failed, or missing source with an old entry
+        failure = st.failure or {}
+        if st.state == "failed":
+            kind, title = "danger", "Frozen result: the last run failed"
+            fresh = record.get("source_hash") == st.current_hash
+            lines.append(f"The last run of the current code failed at cell {failure.get('cell_index')} "
+                         f"(line {failure.get('line')}, {failure.get('ename')}: {failure.get('evalue')}) "
+                         f"on {_when({'executed_at': failure.get('failed_at')})}. This page shows the previous "
+                         f"run, whose code is {'the same (fresh)' if fresh else 'older (stale)'}.")
+            warnings.append(f"notebook {rel} failed at cell {failure.get('cell_index')} "
+                            f"({failure.get('ename')}: {failure.get('evalue')}); the page shows the previous "
+                            f"frozen result; fix it and run worklog-gen execute {rel}")
+        else:
+            kind, title = "warning", "Frozen result: source missing"
+            lines.append(f"The source `{rel}` no longer exists; this is the last frozen run.")
+            warnings.append(f"notebook {rel} does not exist; its page shows an old frozen result")
+    body = "\n".join("    " + line if line else "" for line in lines + ["", links])
+    return f'!!! {kind} "{title}"\n{body}', warnings
+
+
+def _missing_page(topic_id: str, st: freeze.NotebookState, store: Path, root: Path,
+                  source: Path) -> RenderedPage:
+    rel, stem = st.path, source.stem
+    files: dict[str, bytes] = {}
+    store_rel = freeze.relative_path(store, root)
+    if st.source_exists:
+        text = (f"`{rel}` has no frozen result in `{store_rel}/` yet, so this page shows its code "
+                f"without outputs. Produce it on a GPU machine with\n\n"
+                f"        worklog-gen execute {rel}\n\n"
+                f"    and commit `{store_rel}/{stem}/`.")
+        nb = freeze.read_notebook(source)
+        heading, nb = _split_title(nb)
+        body, files = notebook_markdown(nb, topic_id)
+        files[f"{topic_id}/{source.name}"] = source.read_bytes()
+        text += f"\n\n    [Source ({source.name})]({topic_id}/{source.name})"
+    else:
+        heading, body = "", ""
+        text = f"The notebook `{rel}` does not exist and has no frozen result; check the topic's `notebook:`."
+    box = f'!!! warning "Not executed yet"\n    {text}'
+    markdown = tidy("\n\n".join(p for p in (heading, box, body.strip()) if p))
+    warning = (f"notebook {rel} has no frozen result; run worklog-gen execute {rel}" if st.source_exists
+               else f"notebook {rel} of topic {topic_id!r} does not exist")
+    return RenderedPage(markdown, files, [warning])
+
+
 def render_topic(topic_id: str, title: str, notebook: Path, store_dir: Path, root: Path) -> RenderedPage:
     """Render the frozen result of ``notebook`` (path relative to ``root``) as the body
-    of the topic page ``topics/<topic_id>.md``."""
-    raise NotImplementedError
+    of the topic page ``topics/<topic_id>.md``.
+
+    The body starts with the notebook's own ``# heading`` when it has one (otherwise the
+    page adds ``# title``), then a provenance box (GPU, driver, CUDA, torch, triton,
+    Python, date, short source hash, fresh/stale in words, whether it ran on the CPU
+    interpreter), then the notebook. ``files`` holds the images and, for download,
+    ``<topic_id>/<stem>.ipynb`` (executed) and ``<topic_id>/<stem>.py`` (source).
+    ``store_dir`` is relative to ``root`` unless absolute.
+
+    A stale, failed or missing result adds a message to ``warnings``; a missing one
+    gives a page that says how to produce it. Nothing is executed.
+
+    Raises:
+        ValueError: the notebook or the store entry cannot be read (file named).
+    """
+    import nbformat
+
+    root = Path(root)
+    store = _resolve(root, store_dir)
+    source = _resolve(root, notebook)
+    stem = source.stem
+    st = freeze.notebook_state(source, root, store)
+    ipynb = st.entry / f"{stem}.ipynb"
+    if st.record is None or not ipynb.is_file():
+        return _missing_page(topic_id, st, store, root, source)
+    try:
+        frozen = nbformat.read(str(ipynb), as_version=4)
+    except Exception as exc:  # nbformat raises several types for a damaged file
+        raise ValueError(f"{ipynb}: cannot read the frozen notebook: {exc}") from exc
+    current = freeze.read_notebook(source) if st.source_exists else None
+    nb, merged = merge_current_markdown(current, frozen)
+    heading, nb = _split_title(nb)
+    body, files = notebook_markdown(nb, topic_id)
+
+    files[f"{topic_id}/{stem}.ipynb"] = ipynb.read_bytes()
+    links = f"[Executed notebook ({stem}.ipynb)]({topic_id}/{stem}.ipynb)"
+    if st.source_exists:
+        files[f"{topic_id}/{source.name}"] = source.read_bytes()
+        links += f" · [Source ({source.name})]({topic_id}/{source.name})"
+    box, warnings = _provenance(st, links, merged)
+    markdown = "\n\n".join(p for p in (heading, box, body.strip()) if p)
+    return RenderedPage(tidy(markdown), files, warnings)
+
+
+# --- the Kernels page ----------------------------------------------------------------------
+
+
+def _number(value) -> str:
+    return f"{value:,.4g}" if isinstance(value, (int, float)) else str(value)
+
+
+def _roofline_svg(points, ceilings) -> bytes:
+    import matplotlib
+
+    matplotlib.use("Agg")  # the build process draws; never a GUI backend
+    from worklog_gen.roofline import plot_roofline
+
+    with matplotlib.rc_context({"svg.hashsalt": "worklog-gen", "svg.fonttype": "path"}):
+        fig = plot_roofline(points, ceilings, title=f"Every kernel variant: {ceilings.device}")
+        buf = io.BytesIO()
+        fig.savefig(buf, format="svg", metadata={"Date": None})
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return buf.getvalue()
 
 
 def render_kernels_page(topics: list[tuple[str, str, Path]], store_dir: Path, root: Path) -> RenderedPage:
     """The Kernels page (``kernels.md``): every notebook's headline figures with GPU and
     date, and one roofline with every kernel variant of every notebook.
-    ``topics`` holds ``(topic_id, title, notebook)``."""
-    raise NotImplementedError
+    ``topics`` holds ``(topic_id, title, notebook)``.
+
+    Headline figures come from each store entry's ``record.json``; roofline points from
+    its ``data/roofline.json`` (:func:`worklog_gen.roofline.load_roofline`), drawn
+    against the roofs of the first notebook that has one as ``kernels/roofline.svg``.
+    A notebook whose points were measured on another device than those roofs is left
+    off the plot with a warning; so is an unreadable roofline file. Nothing is executed.
+    """
+    root = Path(root)
+    store = _resolve(root, store_dir)
+    rows = ["| Topic | Figure | Value | Unit | Description | GPU | Date |",
+            "| --- | --- | ---: | --- | --- | --- | --- |"]
+    points, ceilings, warnings, plotted = [], None, [], []
+    for topic_id, title, notebook in topics:
+        source = _resolve(root, notebook)
+        st = freeze.notebook_state(source, root, store)
+        link = f"[{_cell(title)}](topics/{topic_id}.md)"
+        record = st.record
+        if record is None:
+            rows.append(f"| {link} | not executed yet | | | `worklog-gen execute {st.path}` | | |")
+            continue
+        gpu = _cell(freeze.device_label(record) or "")
+        date = str(record.get("executed_at", ""))[:10] + ("" if st.state == "fresh" else f" ({st.state})")
+        figures = record.get("headline") or {}
+        if not figures:
+            rows.append(f"| {link} | no headline figures | | | | {gpu} | {date} |")
+        for name, fig in sorted(figures.items()):
+            fig = fig if isinstance(fig, dict) else {"value": fig}
+            rows.append(f"| {link} | `{name}` | {_number(fig.get('value'))} | {_cell(fig.get('unit', ''))} "
+                        f"| {_cell(fig.get('description', ''))} | {gpu} | {date} |")
+        path = st.entry / freeze.DATA_DIR / "roofline.json"
+        if not path.is_file():
+            continue
+        from worklog_gen.roofline import load_roofline
+
+        try:
+            these, roofs = load_roofline(path)
+        except (OSError, ValueError) as exc:
+            warnings.append(f"Kernels page: roofline of {st.path} left out: {exc}")
+            continue
+        if ceilings is None:
+            ceilings = roofs
+        elif roofs.device != ceilings.device:
+            warnings.append(f"Kernels page: roofline of {st.path} left out: measured on {roofs.device}, "
+                            f"the plot's roofs on {ceilings.device}")
+            continue
+        points += [p if p.topic else dataclasses.replace(p, topic=topic_id) for p in these]
+        plotted.append(link)
+
+    parts = ["# Kernels", "The headline figures of every topic notebook, from its frozen result "
+             "(date and state of the run in the last column).", "\n".join(rows)]
+    files: dict[str, bytes] = {}
+    if ceilings is not None:
+        files["kernels/roofline.svg"] = _roofline_svg(points, ceilings)
+        parts += ["## Roofline",
+                  f"Every kernel variant of {', '.join(plotted)} against the roofs measured on "
+                  f"{_cell(ceilings.device)}: memory roof from a device copy, compute roofs from `torch.matmul`.",
+                  "![Roofline of every kernel variant](kernels/roofline.svg)"]
+    else:
+        parts += ["## Roofline", "No notebook has saved roofline data yet (`data/roofline.json`)."]
+    return RenderedPage("\n\n".join(parts) + "\n", files, warnings)

@@ -1,0 +1,222 @@
+"""Rendering frozen notebooks into pages: images as files, provenance, fresh/stale/missing.
+
+The fixture notebooks are executed once per module into a store; every test renders
+from (a copy of) it, which needs no kernel.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from worklog_gen import freeze
+from worklog_gen.measure import Ceilings
+from worklog_gen.render import fence, notebook_markdown, render_kernels_page, render_topic, trim_output
+from worklog_gen.roofline import RooflinePoint, save_roofline
+
+FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
+STORE = Path("notebooks/_freeze")
+ALPHA, BETA = Path("notebooks/alpha.py"), Path("notebooks/beta.py")
+TOPICS = [("alpha", "Alpha", ALPHA), ("beta", "Beta", BETA)]
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory):
+    root = tmp_path_factory.mktemp("render")
+    (root / "notebooks").mkdir()
+    for name in ("alpha.py", "beta.py"):
+        shutil.copy(FIXTURES / name, root / "notebooks" / name)
+        result = freeze.execute_notebook(root / "notebooks" / name, root, root / STORE, timeout=300, progress=False)
+        assert result.ok, result.failure
+    return root
+
+
+@pytest.fixture
+def project(executed, tmp_path):
+    return Path(shutil.copytree(executed, tmp_path / "project"))
+
+
+def record(root: Path, stem: str) -> dict:
+    return json.loads((root / STORE / stem / "record.json").read_text())
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+
+
+def test_images_become_files_and_nothing_is_inlined(executed):
+    page = render_topic("alpha", "Alpha", ALPHA, STORE, executed)
+    images = {name: data for name, data in page.files.items() if name.endswith(".png")}
+    assert len(images) == 1
+    (name, data), = images.items()
+    assert name.startswith("alpha/") and data.startswith(b"\x89PNG\r\n\x1a\n")
+    assert f"![output]({name})" in page.markdown
+    assert "data:image" not in page.markdown and "base64" not in page.markdown
+    assert "iVBORw0KGgo" not in page.markdown  # the start of any base64 PNG
+
+
+def test_provenance_box_opens_the_page(executed):
+    page = render_topic("alpha", "Alpha", ALPHA, STORE, executed)
+    rec = record(executed, "alpha")
+    heading, box = page.markdown.split("\n\n")[:2]
+    assert heading == "# Alpha"  # the notebook's own title, then the box
+    assert box.startswith('!!! info "Frozen result: fresh"')
+    for fact in (rec["source_hash"][:12], f"Python {rec['python']}", f"torch {rec['torch']}",
+                 f"triton {rec['triton']}", rec["executed_at"][:10], "fresh"):
+        assert fact in box, fact
+    assert rec["source_hash"][:13] not in box  # the short hash only
+    if rec["mode"] != "gpu":
+        assert "CPU" in box and "say nothing about a GPU" in box
+    assert page.warnings == []
+
+
+def test_downloads_are_files_beside_the_page(executed):
+    page = render_topic("alpha", "Alpha", ALPHA, STORE, executed)
+    assert page.files["alpha/alpha.ipynb"] == (executed / STORE / "alpha" / "alpha.ipynb").read_bytes()
+    assert page.files["alpha/alpha.py"] == (executed / ALPHA).read_bytes()
+    assert "](alpha/alpha.ipynb)" in page.markdown and "](alpha/alpha.py)" in page.markdown
+
+
+def test_cells_and_outputs_become_site_markdown(executed):
+    md = render_topic("alpha", "Alpha", ALPHA, STORE, executed).markdown
+    assert "```python\nimport matplotlib.pyplot as plt\n" in md
+    assert "```text\nsum of squares: 285.0\n```" in md
+    assert "The squares, saved as data and drawn." in md
+    assert "<table><tr><th>name</th><th>value</th></tr>" in md  # HTML passed through
+    # 300 printed lines, trimmed with a note
+    assert "line 0\n" in md and "line 299\n" in md and "line 150\n" not in md
+    assert "lines left out" in md
+    md = render_topic("beta", "Beta", BETA, STORE, executed).markdown
+    assert "```text\n0.75\n```" in md  # an execute_result
+
+
+def test_rendering_is_deterministic(executed):
+    first = render_topic("alpha", "Alpha", ALPHA, STORE, executed)
+    second = render_topic("alpha", "Alpha", ALPHA, STORE, executed)
+    assert first == second
+
+
+def test_prose_edits_show_without_a_rerun(project):
+    edit(project / ALPHA, "# The squares, saved as data and drawn.", "# Prose rewritten after the run.")
+    page = render_topic("alpha", "Alpha", ALPHA, STORE, project)
+    assert "Prose rewritten after the run." in page.markdown
+    assert "The squares, saved as data and drawn." not in page.markdown
+    assert "Frozen result: fresh" in page.markdown and page.warnings == []
+    assert any(name.endswith(".png") for name in page.files)
+
+
+def test_a_stale_notebook_warns_and_shows_the_frozen_run(project):
+    edit(project / ALPHA, "range(10)", "range(12)")
+    page = render_topic("alpha", "Alpha", ALPHA, STORE, project)
+    assert len(page.warnings) == 1
+    assert "notebooks/alpha.py" in page.warnings[0] and "stale" in page.warnings[0]
+    assert '!!! warning "Frozen result: stale"' in page.markdown
+    assert "worklog-gen execute notebooks/alpha.py" in page.markdown
+    assert "range(10)" in page.markdown and "range(12)" not in page.markdown  # as it ran
+
+
+def test_a_missing_result_says_how_to_produce_it(project):
+    shutil.rmtree(project / STORE / "beta")
+    page = render_topic("beta", "Beta", BETA, STORE, project)
+    assert page.warnings and "notebooks/beta.py" in page.warnings[0]
+    assert "worklog-gen execute notebooks/beta.py" in page.markdown
+    assert "```python\nfrom worklog_gen.notebook import headline" in page.markdown  # code, no outputs
+    assert "0.75" not in page.markdown.split("```python", 1)[1].split("```", 1)[1]
+
+
+def test_a_failed_run_warns(project):
+    current = freeze.source_hash(project / ALPHA, project).hexdigest
+    (project / STORE / "alpha.failed.json").write_text(json.dumps(
+        {"source_hash": current, "cell_index": 5, "line": 33, "ename": "ValueError", "evalue": "boom",
+         "failed_at": "2026-01-02T03:04:05Z"}))
+    page = render_topic("alpha", "Alpha", ALPHA, STORE, project)
+    assert page.warnings and "failed" in page.warnings[0] and "notebooks/alpha.py" in page.warnings[0]
+    assert "ValueError: boom" in page.markdown
+
+
+def test_errors_are_shown_without_terminal_colours(tmp_path):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "1 / 0", outputs=[nbformat.v4.new_output("error", ename="ZeroDivisionError", evalue="division by zero",
+                                                  traceback=["\x1b[31mZeroDivisionError\x1b[0m: division by zero"])])])
+    md, files = notebook_markdown(nb, "t")
+    assert "**ZeroDivisionError**: division by zero" in md
+    assert "```text\nZeroDivisionError: division by zero\n```" in md
+    assert "\x1b" not in md and files == {}
+
+
+def test_trim_output_and_fence():
+    assert trim_output("a\nb\n") == "a\nb"
+    text = "\n".join(str(i) for i in range(1000))
+    trimmed = trim_output(text, max_lines=30).split("\n")
+    assert trimmed[:20] == [str(i) for i in range(20)] and trimmed[-10:] == [str(i) for i in range(990, 1000)]
+    assert trimmed[20] == "[... 970 of 1000 lines left out; the executed notebook has them all ...]"
+    assert len(trim_output("x" * 50_000, max_chars=1000)) < 1200
+    assert fence("print('```')", "python") == "````python\nprint('```')\n````"
+
+
+def test_render_imports_neither_torch_nor_triton(executed):
+    code = ("import sys; from pathlib import Path; from worklog_gen import render; "
+            f"render.render_topic('alpha', 'Alpha', Path('{ALPHA}'), Path('{STORE}'), Path(r'{executed}')); "
+            f"render.render_kernels_page([('alpha', 'Alpha', Path('{ALPHA}'))], Path('{STORE}'), Path(r'{executed}')); "
+            "assert 'torch' not in sys.modules and 'triton' not in sys.modules, 'imported'")
+    env = dict(os.environ, PYTHONPATH=str(Path(freeze.__file__).resolve().parents[1]))
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+def _save_roofline(root: Path, stem: str, device: str, points: list[RooflinePoint]) -> None:
+    ceilings = Ceilings(device=device, copy_gbps=4000.0, bf16_tflops=700.0, tf32_tflops=380.0, fp32_tflops=60.0)
+    old = os.environ.get("WORKLOG_GEN_OUTPUT")
+    os.environ["WORKLOG_GEN_OUTPUT"] = str(root / STORE / stem / "data")
+    try:
+        save_roofline(points, ceilings)
+    finally:
+        if old is None:
+            del os.environ["WORKLOG_GEN_OUTPUT"]
+        else:
+            os.environ["WORKLOG_GEN_OUTPUT"] = old
+
+
+def test_kernels_page_tables_headlines_and_draws_one_roofline(project):
+    _save_roofline(project, "alpha", "NVIDIA H200", [RooflinePoint("alpha naive", 1e9, 4e9, 2.0)])
+    _save_roofline(project, "beta", "NVIDIA H200", [RooflinePoint("beta tiled", 1e12, 1e9, 3.0, roof="bf16")])
+    page = render_kernels_page(TOPICS + [("gamma", "Gamma", Path("notebooks/gamma.py"))], STORE, project)
+    lines = page.markdown.split("\n")
+    alpha_row = next(line for line in lines if "`alpha_sum_of_squares`" in line)
+    assert "| 285 |" in alpha_row and "[Alpha](topics/alpha.md)" in alpha_row
+    assert record(project, "alpha")["executed_at"][:10] in alpha_row
+    assert freeze.device_label(record(project, "alpha")) in alpha_row
+    assert any("`beta_ratio`" in line and "| 0.75 | x |" in line for line in lines)
+    assert any("[Gamma](topics/gamma.md)" in line and "not executed" in line for line in lines)
+
+    svg = page.files["kernels/roofline.svg"]
+    assert svg.lstrip().startswith(b"<?xml") and b"<svg" in svg
+    assert "![Roofline of every kernel variant](kernels/roofline.svg)" in page.markdown
+    # one marker per variant, from both notebooks (matplotlib notes drawn text in comments)
+    assert svg.count(b'id="point-marker-') == 2
+    assert b"alpha naive" in svg and b"beta tiled" in svg
+    assert page.warnings == []
+    assert render_kernels_page(TOPICS, STORE, project).files == render_kernels_page(TOPICS, STORE, project).files
+
+
+def test_kernels_page_leaves_out_points_from_another_device(project):
+    _save_roofline(project, "alpha", "NVIDIA H200", [RooflinePoint("alpha naive", 1e9, 4e9, 2.0)])
+    _save_roofline(project, "beta", "NVIDIA A100", [RooflinePoint("beta tiled", 1e12, 1e9, 3.0)])
+    page = render_kernels_page(TOPICS, STORE, project)
+    assert len(page.warnings) == 1 and "notebooks/beta.py" in page.warnings[0] and "A100" in page.warnings[0]
+    svg = page.files["kernels/roofline.svg"]
+    assert svg.count(b'id="point-marker-') == 1 and b"beta tiled" not in svg
+
+
+def test_kernels_page_without_roofline_data(executed):
+    page = render_kernels_page(TOPICS, STORE, executed)
+    assert "kernels/roofline.svg" not in page.files
+    assert "No notebook has saved roofline data yet" in page.markdown
