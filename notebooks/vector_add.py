@@ -58,6 +58,7 @@ DTYPE_NAME = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp1
 # so the large sizes stream from HBM.
 SIZES = [2**k for k in range(12, 29)]
 LARGE = SIZES[-1]
+LARGE_LABEL = f"2^{LARGE.bit_length() - 1}"
 # Correctness sizes: none is a multiple of a BLOCK_SIZE or of a 16-byte vector.
 CHECK_SIZES = [1, 127, 1025, 98_431]
 
@@ -94,7 +95,7 @@ def add_traffic(n: int, dtype: torch.dtype) -> tuple[int, int]:
 
 flops_large, bytes_large = add_traffic(LARGE, torch.float32)
 print(
-    f"n = 2^{LARGE.bit_length() - 1} fp32: {flops_large:.3g} FLOP, {bytes_large / 1e9:.2f} GB moved, "
+    f"n = {LARGE_LABEL} fp32: {flops_large:.3g} FLOP, {bytes_large / 1e9:.2f} GB moved, "
     f"arithmetic intensity {flops_large / bytes_large:.4f} FLOP/byte"
 )
 
@@ -109,7 +110,7 @@ if GPU:
     print(f"measured copy bandwidth: {ceilings.copy_gbps:.0f} GB/s (read + write)")
     print(f"fp32 ridge point ({ceilings.fp32_tflops:.0f} TFLOP/s / copy): {ridge_expected:.1f} FLOP/byte, "
           f"{ridge_expected / (flops_large / bytes_large):.0f}x the add's intensity")
-    print(f"floor time at 2^28 fp32 from the copy bandwidth: {floor_ms:.3f} ms; the FLOPs alone would take {compute_ms:.4f} ms")
+    print(f"floor time at {LARGE_LABEL} fp32 from the copy bandwidth: {floor_ms:.3f} ms; the FLOPs alone would take {compute_ms:.4f} ms")
 else:
     ceilings = None
     print("CPU mode: ceilings not measured, times not predicted (no GPU)")
@@ -312,10 +313,10 @@ else:
 
 # %%
 CUDA_SRC = r"""
+#include <algorithm>
 #include <cstdint>
+#include <cuda_runtime.h>
 #include <cuda_bf16.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAStream.h>
 
 constexpr int kThreads = 256;  // threads per block: 8 warps; 8 blocks fill an SM's 2048 threads
 constexpr int kUnroll = 2;     // 16-byte vectors per thread per pass of the grid-stride loop
@@ -341,7 +342,7 @@ __device__ __forceinline__ Vec16<T> add_vec(const Vec16<T>& a, const Vec16<T>& b
   return c;
 }
 
-// The n % N elements after the last whole vector, one per thread of the first few threads.
+// The n % N elements after the last whole vector, one each for the first few threads.
 template <typename T>
 __device__ __forceinline__ void add_tail(const T* __restrict__ a, const T* __restrict__ b,
                                          T* __restrict__ c, int64_t start, int64_t n, int64_t tid) {
@@ -364,16 +365,15 @@ __global__ void add_vec16_kernel(const T* __restrict__ a, const T* __restrict__ 
   const int64_t n_vec = n / N;
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n_vec) {
-    Vec16<T> va, vb, vc;
+    Vec16<T> va, vb;
     va.raw = reinterpret_cast<const uint4*>(a)[i];
     vb.raw = reinterpret_cast<const uint4*>(b)[i];
-    vc = add_vec(va, vb);
-    reinterpret_cast<uint4*>(c)[i] = vc.raw;
+    reinterpret_cast<uint4*>(c)[i] = add_vec(va, vb).raw;
   }
   add_tail(a, b, c, n_vec * N, n, i);
 }
 
-// v3: 16-byte vectors, grid-stride loop; each pass loads kUnroll vectors of a and of b
+// v3: 16-byte vectors in a grid-stride loop. Each pass loads kUnroll vectors of a and of b
 // (2 * kUnroll * 16 bytes in flight per thread) before the first add.
 template <typename T>
 __global__ void add_vec16_grid_stride_kernel(const T* __restrict__ a, const T* __restrict__ b,
@@ -404,40 +404,12 @@ __global__ void add_vec16_grid_stride_kernel(const T* __restrict__ a, const T* _
   add_tail(a, b, c, n_vec * N, n, tid);
 }
 
-namespace {
-
-void check_inputs(const torch::Tensor& a, const torch::Tensor& b) {
-  TORCH_CHECK(a.is_cuda() && b.is_cuda(), "inputs must be CUDA tensors");
-  TORCH_CHECK(a.sizes() == b.sizes(), "shapes differ: ", a.sizes(), " vs ", b.sizes());
-  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "dtypes differ: ", a.scalar_type(), " vs ", b.scalar_type());
-  TORCH_CHECK(a.is_contiguous() && b.is_contiguous(), "inputs must be contiguous");
-  TORCH_CHECK(a.scalar_type() == torch::kFloat32 || a.scalar_type() == torch::kBFloat16,
-              "float32 or bfloat16 only, got ", a.scalar_type());
-}
-
-void check_aligned(const torch::Tensor& t) {
-  TORCH_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0, "16-byte loads need 16-byte aligned data");
-}
-
-int sm_count() {
-  static const int count = [] {
-    int device = 0, n = 0;
-    C10_CUDA_CHECK(cudaGetDevice(&device));
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
-    return n;
-  }();
-  return count;
-}
-
 template <typename T>
-void launch(int variant, const torch::Tensor& a, const torch::Tensor& b, torch::Tensor& c) {
-  const int64_t n = a.numel();
-  if (n == 0) return;
-  const T* pa = reinterpret_cast<const T*>(a.data_ptr());
-  const T* pb = reinterpret_cast<const T*>(b.data_ptr());
-  T* pc = reinterpret_cast<T*>(c.data_ptr());
+void launch(int variant, const void* a, const void* b, void* c, int64_t n, int sm_count, cudaStream_t stream) {
+  const T* pa = static_cast<const T*>(a);
+  const T* pb = static_cast<const T*>(b);
+  T* pc = static_cast<T*>(c);
   const int64_t n_vec = n / Vec16<T>::N;
-  const auto stream = c10::cuda::getCurrentCUDAStream();
   if (variant == 1) {
     const int64_t blocks = (n + kThreads - 1) / kThreads;
     add_one_per_thread_kernel<T><<<blocks, kThreads, 0, stream>>>(pa, pb, pc, n);
@@ -445,26 +417,66 @@ void launch(int variant, const torch::Tensor& a, const torch::Tensor& b, torch::
     const int64_t blocks = std::max<int64_t>((n_vec + kThreads - 1) / kThreads, 1);
     add_vec16_kernel<T><<<blocks, kThreads, 0, stream>>>(pa, pb, pc, n);
   } else {
-    const int64_t resident = int64_t(sm_count()) * (2048 / kThreads);  // blocks that fit at once
-    const int64_t needed = (n_vec + int64_t(kThreads) * kUnroll - 1) / (int64_t(kThreads) * kUnroll);
-    const int64_t blocks = std::max<int64_t>(std::min(needed, resident), 1);
+    const int64_t resident = int64_t(sm_count) * (2048 / kThreads);  // blocks that fit on the GPU at once
+    const int64_t per_block = int64_t(kThreads) * kUnroll;           // vectors per block per pass
+    const int64_t blocks = std::max<int64_t>(std::min((n_vec + per_block - 1) / per_block, resident), 1);
     add_vec16_grid_stride_kernel<T><<<blocks, kThreads, 0, stream>>>(pa, pb, pc, n);
   }
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// Called by the C++ wrapper: variant 1, 2 or 3 as above; n > 0; a, b, c 16-byte aligned for 2 and 3.
+cudaError_t launch_add(int variant, bool bf16, const void* a, const void* b, void* c, int64_t n,
+                       int sm_count, cudaStream_t stream) {
+  if (bf16) {
+    launch<__nv_bfloat16>(variant, a, b, c, n, sm_count, stream);
+  } else {
+    launch<float>(variant, a, b, c, n, sm_count, stream);
+  }
+  return cudaGetLastError();
+}
+"""
+
+# The PyTorch side: checks, the output tensor, the current stream. Kept out of the .cu file
+# so that nvcc compiles the kernels without PyTorch's headers.
+CPP_SRC = r"""
+#include <torch/extension.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
+
+cudaError_t launch_add(int variant, bool bf16, const void* a, const void* b, void* c, int64_t n,
+                       int sm_count, cudaStream_t stream);
+
+namespace {
+
+void check_aligned(const torch::Tensor& t) {
+  TORCH_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0, "16-byte loads need 16-byte aligned data");
+}
+
+int sm_count() {
+  int device = 0, count = 0;
+  C10_CUDA_CHECK(cudaGetDevice(&device));
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
+  return count;
 }
 
 torch::Tensor run(int variant, const torch::Tensor& a, const torch::Tensor& b) {
-  check_inputs(a, b);
+  TORCH_CHECK(a.is_cuda() && b.is_cuda(), "inputs must be CUDA tensors");
+  TORCH_CHECK(a.sizes() == b.sizes(), "shapes differ: ", a.sizes(), " vs ", b.sizes());
+  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "dtypes differ: ", a.scalar_type(), " vs ", b.scalar_type());
+  TORCH_CHECK(a.scalar_type() == torch::kFloat32 || a.scalar_type() == torch::kBFloat16,
+              "float32 or bfloat16 only, got ", a.scalar_type());
+  TORCH_CHECK(a.is_contiguous() && b.is_contiguous(), "inputs must be contiguous");
   auto c = torch::empty_like(a);
   if (variant != 1) {
     check_aligned(a);
     check_aligned(b);
     check_aligned(c);
   }
-  if (a.scalar_type() == torch::kFloat32) {
-    launch<float>(variant, a, b, c);
-  } else {
-    launch<__nv_bfloat16>(variant, a, b, c);
+  if (a.numel() > 0) {
+    static const int sms = sm_count();  // one device in this notebook
+    C10_CUDA_CHECK(launch_add(variant, a.scalar_type() == torch::kBFloat16, a.data_ptr(), b.data_ptr(),
+                              c.data_ptr(), a.numel(), sms, c10::cuda::getCurrentCUDAStream()));
   }
   return c;
 }
@@ -476,26 +488,27 @@ torch::Tensor add_vec16(torch::Tensor a, torch::Tensor b) { return run(2, a, b);
 torch::Tensor add_vec16_grid_stride(torch::Tensor a, torch::Tensor b) { return run(3, a, b); }
 """
 
-CPP_DECLS = r"""
-torch::Tensor add_one_per_thread(torch::Tensor a, torch::Tensor b);
-torch::Tensor add_vec16(torch::Tensor a, torch::Tensor b);
-torch::Tensor add_vec16_grid_stride(torch::Tensor a, torch::Tensor b);
-"""
-
 CUDA_KERNELS = {}
 if GPU:
+    import inspect
+
     from torch.utils.cpp_extension import load_inline
 
     major, minor = torch.cuda.get_device_capability()
+    # Both sources include what they need; where load_inline can skip its implicit
+    # PyTorch headers, nvcc compiles the kernels in seconds instead of most of a minute.
+    lean = "no_implicit_headers" in inspect.signature(load_inline).parameters
     start = time.perf_counter()
     vecadd_cuda = load_inline(
         name="vecadd_cuda",
-        cpp_sources=CPP_DECLS,
+        cpp_sources=CPP_SRC,
         cuda_sources=CUDA_SRC,
         functions=["add_one_per_thread", "add_vec16", "add_vec16_grid_stride"],
         extra_cuda_cflags=["-O3", f"-arch=sm_{major}{minor}"],
+        **({"no_implicit_headers": True} if lean else {}),
     )
-    print(f"compiled for sm_{major}{minor} in {time.perf_counter() - start:.1f} s")
+    print(f"compiled for sm_{major}{minor} in {time.perf_counter() - start:.1f} s "
+          f"({'without' if lean else 'with'} load_inline's implicit headers)")
     CUDA_KERNELS = {
         "cuda 1 elem/thread": vecadd_cuda.add_one_per_thread,
         "cuda 16-byte vector": vecadd_cuda.add_vec16,
@@ -627,9 +640,9 @@ if GPU:
 #   thread needs several independent chains. With `BLOCK_SIZE = 1024` and 4 warps each
 #   thread owns 8 elements, 8 chains it can interleave.
 # * `r` is a runtime loop bound (one compile serves every `r`); the body is unrolled
-#   `UNROLL = 32` times with `tl.static_range`, so the loop's compare-and-branch costs about
-#   one issue slot in a few hundred instead of one in nine. Unrolling all 4096 steps would
-#   compile 4096 × 8 instructions per `r` for nothing.
+#   `UNROLL = 32` times with `tl.static_range`, so the loop's counter, compare and branch
+#   share the issue slots with 32 × 8 FFMAs instead of 8. Unrolling all 4096 steps would
+#   mean one compile per `r` and 4096 × 8 instructions of code for nothing.
 #
 # A second variant, `x = x * a`, does one FLOP per instruction (FMUL). The fp32 lanes issue
 # FMULs at the same rate as FFMAs, so it should top out near half the FMA peak.
@@ -780,7 +793,12 @@ if GPU:
     datasheet_fp32 = ceilings.datasheet.fp32_tflops if ceilings.datasheet else ceilings.fp32_tflops
     ridge_measured = fma_peak["tflops"] * 1e12 / (ceilings.copy_gbps * 1e9)
     floor_gbps = fma_rows[0]["gbps"]
-    still_memory = [r["r"] for r in fma_rows if r["ms"] <= 1.1 * fma_rows[0]["ms"]]
+    # the last r before the time first exceeds the r = 1 time by 10%: the kernel is still on the memory roof
+    on_memory_roof = fma_rows[0]
+    for row in fma_rows[1:]:
+        if row["ms"] > 1.1 * fma_rows[0]["ms"]:
+            break
+        on_memory_roof = row
     at_compute = next(r for r in fma_rows if r["tflops"] >= 0.9 * fma_peak["tflops"])
     print(f"FMA chain peak: {fma_peak['tflops']:.1f} TFLOP/s at r = {fma_peak['r']}, "
           f"{fma_peak['tflops'] / datasheet_fp32:.1%} of the datasheet fp32 peak {datasheet_fp32:.1f} TFLOP/s")
@@ -789,7 +807,7 @@ if GPU:
           f"(r ≈ {4 * ridge_measured:.0f}); expected from the datasheet fp32 roof: {ridge_expected:.1f} FLOP/byte")
     print(f"the chain at r = 1 streams {floor_gbps:.0f} GB/s ({floor_gbps / ceilings.copy_gbps:.1%} of copy); "
           f"its own ridge (peak / its bandwidth) is {fma_peak['tflops'] * 1e3 / floor_gbps:.1f} FLOP/byte")
-    print(f"time within 10% of the r = 1 time up to r = {max(still_memory)} ({max(still_memory) / 4:.1f} FLOP/byte); "
+    print(f"time within 10% of the r = 1 time up to r = {on_memory_roof['r']} ({on_memory_roof['intensity']:.1f} FLOP/byte); "
           f"first r at 90% of the peak: {at_compute['r']} ({at_compute['intensity']:.0f} FLOP/byte)")
 
 # %%
@@ -837,7 +855,7 @@ if GPU:
     measured = dataclasses.replace(ceilings, fp32_tflops=fma_peak["tflops"],
                                    fp32_source="measured: FMA chain peak, vector-add notebook")
     print(f"measured fp32 roof {measured.fp32_tflops:.1f} TFLOP/s; ridge point {measured.ridge_point('fp32'):.1f} FLOP/byte")
-    show(plot_roofline(add_points, measured, roofs=("fp32",), title=f"Vector add at 2^28 elements, {ceilings.device}"))
+    show(plot_roofline(add_points, measured, roofs=("fp32",), title=f"Vector add at {LARGE_LABEL} elements, {ceilings.device}"))
     show(plot_roofline(chain_points, measured, roofs=("fp32",), title=f"FMA and multiply chains, r = 1 … 4096, {ceilings.device}"))
 else:
     print("CPU mode: roofline skipped")
@@ -856,18 +874,18 @@ if GPU:
     half_torch, half_triton = at(half, "torch.add", LARGE), at(half, "triton", LARGE)
 
     headline("add_fp32_large_vs_torch", triton_l["gbps"] / torch_l["gbps"], "x",
-             f"Triton GB/s / torch.add GB/s, fp32, n = 2^28, same run (BLOCK_SIZE={BEST[torch.float32]['BLOCK_SIZE']}, "
+             f"Triton GB/s / torch.add GB/s, fp32, n = {LARGE_LABEL}, same run (BLOCK_SIZE={BEST[torch.float32]['BLOCK_SIZE']}, "
              f"num_warps={BEST[torch.float32]['num_warps']})")
     headline("add_fp32_large_frac_copy", triton_l["gbps"] / ceilings.copy_gbps, "x",
-             "Triton add GB/s (2 reads + 1 write) / measured copy GB/s (1 read + 1 write), fp32, n = 2^28")
+             f"Triton add GB/s (2 reads + 1 write) / measured copy GB/s (1 read + 1 write), fp32, n = {LARGE_LABEL}")
     headline("cuda_fp32_large_vs_torch", cuda_l[best_cuda]["gbps"] / torch_l["gbps"], "x",
-             f"best CUDA C kernel ({best_cuda}) GB/s / torch.add GB/s, fp32, n = 2^28, same run")
+             f"best CUDA C kernel ({best_cuda}) GB/s / torch.add GB/s, fp32, n = {LARGE_LABEL}, same run")
     headline("intensity_sweep_peak_tflops", fma_peak["tflops"], "TFLOP/s",
              f"FMA chain x = x*a + b, r = {fma_peak['r']}, {SWEEP_N:,} fp32 elements, 2 FLOP per FFMA")
     headline("ridge_point_flop_per_byte", ridge_measured, "FLOP/byte",
              "measured: FMA-chain peak TFLOP/s / measured copy GB/s")
 
-    print(f"fp32, n = 2^28: torch.add {torch_l['gbps']:.0f} GB/s ({torch_l['ms']:.3f} ms), "
+    print(f"fp32, n = {LARGE_LABEL}: torch.add {torch_l['gbps']:.0f} GB/s ({torch_l['ms']:.3f} ms), "
           f"Triton {triton_l['gbps']:.0f} GB/s ({triton_l['ms']:.3f} ms): ratio {triton_l['gbps'] / torch_l['gbps']:.3f}")
     print(f"  predicted floor {floor_ms:.3f} ms from the copy bandwidth; Triton took {triton_l['ms'] / floor_ms:.3f} x that, "
           f"{triton_l['gbps'] / ceilings.copy_gbps:.1%} of copy GB/s")
@@ -884,7 +902,7 @@ if GPU:
     implied_ns = inflight / (naive["gbps"] * 1e9 * 2 / 3) * 1e9
     print(f"  one element per thread: at most {inflight / 2**20:.1f} MiB of loads in flight on the whole GPU; "
           f"at its read rate ({naive['gbps'] * 2 / 3:.0f} GB/s) that covers {implied_ns:.0f} ns of memory latency")
-    print(f"{DTYPE_NAME[HALF]}, n = 2^28: torch.add {half_torch['gbps']:.0f} GB/s, Triton {half_triton['gbps']:.0f} GB/s "
+    print(f"{DTYPE_NAME[HALF]}, n = {LARGE_LABEL}: torch.add {half_torch['gbps']:.0f} GB/s, Triton {half_triton['gbps']:.0f} GB/s "
           f"(ratio {half_triton['gbps'] / half_torch['gbps']:.3f}); CUDA "
           + ", ".join(f"{p} {at(half, p, LARGE)['gbps']:.0f}" for p in CUDA_KERNELS))
     print(f"small sizes: fixed cost {t0_us:.2f} µs per launch; half the plateau from about {n_half_measured:,} elements")
