@@ -11,7 +11,7 @@ from worklog_gen.pages import entry_url
 from worklog_gen.topics import match_topics
 from worklog_gen.worklog import Entry, TaskStatus, Worklog
 
-_MD = MarkdownIt("commonmark")
+_MD = MarkdownIt("commonmark").disable("inline")  # headings need block structure only
 
 
 def to_json(log: Worklog, cfg) -> dict:

@@ -37,6 +37,10 @@ _TOPIC_ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 class WorklogPlugin(BasePlugin[WorklogConfig]):
     """Generates the worklog's pages, topic pages, Kernels page and feed."""
 
+    generated: dict[str, str | bytes]
+    """After ``on_files``: every generated file, docs path -> content (for benchmarks
+    and debugging)."""
+
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
         self.root = Path(config.config_file_path or ".").resolve().parent
         self.nav_configured = config.nav is not None
@@ -106,15 +110,17 @@ class WorklogPlugin(BasePlugin[WorklogConfig]):
         if message := ctx.old_links.message():
             log.info(message)
 
+        if cfg.feed:
+            extra[feed_src(cfg)] = atom_feed(
+                worklog, cfg, title=config.site_name, site_url=config.site_url, author=config.site_author
+            )
         in_nav = self._nav(config, files, set(pages), ctx, worklog, topic_nav, worklog_srcs)
-        for src, content in [*pages.items(), *extra.items()]:
+        self.generated = {**pages, **extra}
+        for src, content in self.generated.items():
             if files.get_file_from_path(src) is not None:
                 raise PluginError(f"worklog: docs/{src} clashes with a page the worklog plugin generates")
             inclusion = InclusionLevel.UNDEFINED if src in in_nav or not src.endswith(".md") else InclusionLevel.NOT_IN_NAV
             files.append(File.generated(config, src, content=content, inclusion=inclusion))
-        if cfg.feed:
-            content = atom_feed(worklog, cfg, title=config.site_name, site_url=config.site_url, author=config.site_author)
-            files.append(File.generated(config, feed_src(cfg), content=content))
         return files
 
     def _topic_pages(self, worklog: Worklog, ctx: SiteContext, pages: dict, extra: dict) -> list:
