@@ -404,8 +404,12 @@ def environment(root: str) -> dict:
 
 
 def _strip_ansi(text: str) -> str:
-    from nbconvert.filters import strip_ansi
+    try:
+        from nbconvert.filters import strip_ansi
+    except ImportError:  # a GPU box with nbclient but without nbconvert: same pattern as nbconvert's
+        import re
 
+        return re.sub(r"\x1b\[(.*?)([@-~])|\x1b\](.*?)\x07", "", text)
     return strip_ansi(text)
 
 
@@ -504,8 +508,9 @@ def _write_json(path: Path, data: dict) -> None:
 
 def write_entry(store_dir: str | Path, stem: str, nb, data_dir: str | Path | None, record: dict) -> Path:
     """Write a store entry ``<store_dir>/<stem>/`` (notebook, ``data/``, ``record.json``)
-    into a temporary sibling folder, then swap it in by rename, so that a reader sees
-    the old entry or the new one, never a half-written one.
+    into a temporary sibling folder, then swap it in by two renames (old entry aside,
+    new one in), so that a reader never sees a half-written entry; between the
+    renames the entry is briefly absent, and if the second fails the old one is put back.
 
     ``nb`` is an nbformat v4 notebook; ``data_dir`` a folder whose files are copied
     into ``data/`` (``None``: empty). Returns the entry folder.

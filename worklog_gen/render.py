@@ -254,55 +254,56 @@ def _when(record: dict) -> str:
 def _provenance(st: freeze.NotebookState, links: str, merged: bool) -> tuple[str, list[str]]:
     """The Material admonition at the top of a topic page, and the build warnings."""
     record, rel = st.record or {}, st.path
-    short = str(record.get("source_hash", ""))[:12]
-    rerun = f"`worklog-gen execute {rel}`"
+    short, now = str(record.get("source_hash", ""))[:12], (st.current_hash or "")[:12]
     warnings: list[str] = []
+    mode = record.get("mode")
+    if mode == "gpu":
+        device = (f"{record.get('gpu')}, driver {record.get('driver') or 'unknown'}, "
+                  f"CUDA {record.get('cuda') or 'unknown'}")
+    elif mode == "interpret":
+        device = "the CPU, under the Triton interpreter (`TRITON_INTERPRET=1`), not a GPU"
+    else:
+        device = "the CPU (no GPU was found)"
+    wall = record.get("wall_seconds")
     versions = ", ".join(f"{name} {record[key]}" for name, key in
                          (("torch", "torch"), ("triton", "triton"), ("Python", "python"),
                           ("worklog-gen", "worklog_gen")) if record.get(key))
-    mode = record.get("mode")
-    if mode == "gpu":
-        where = f"on **{record.get('gpu')}** (driver {record.get('driver') or 'unknown'}, " \
-                f"CUDA {record.get('cuda') or 'unknown'})"
-    elif mode == "interpret":
-        where = "on the **CPU under the Triton interpreter** (`TRITON_INTERPRET=1`), not on a GPU"
-    else:
-        where = "on the **CPU** (no GPU was found)"
-    wall = record.get("wall_seconds")
-    lines = [f"Executed {where} on {_when(record)}" + (f" in {wall:.0f} s" if isinstance(wall, (int, float)) else "")
-             + (f", with {versions}." if versions else "."),
-             f"Source hash `{short}`."]
+    facts = [f"- **Ran on:** {device}",
+             f"- **Date:** {_when(record)}" + (f", {wall:.0f} s" if isinstance(wall, (int, float)) else ""),
+             f"- **Versions:** {versions or 'not recorded'}",
+             f"- **Source hash:** `{short}`"]
+    notes = []
     if mode != "gpu":
-        lines.append("Outputs check correctness only: timings, bandwidths and TFLOP/s from this run "
-                     "say nothing about a GPU.")
+        notes.append("This run checked correctness only: its timings, bandwidths and TFLOP/s say "
+                     "nothing about a GPU.")
     if st.state == "fresh":
         kind, title = "info", "Frozen result: fresh"
-        lines.append("The notebook's code is unchanged since this run (fresh)"
+        notes.append("The notebook's code is unchanged since this run (fresh)"
                      + ("; the prose is the current one." if merged else "."))
     elif st.state == "stale":
         kind, title = "warning", "Frozen result: stale"
-        lines.append(f"The code has changed since this run (current hash `{(st.current_hash or '')[:12]}`), "
-                     f"so this page shows the notebook as it ran (stale). Run {rerun} on a GPU to refresh it.")
+        notes.append(f"The code has changed since this run (stale; its hash is now `{now}`), so this page "
+                     f"shows the notebook as it ran. Run `worklog-gen execute {rel}` on a GPU to refresh it.")
         warnings.append(f"notebook {rel} is stale: its frozen result is for source hash {short}, "
-                        f"the source is now {(st.current_hash or '')[:12]}; run worklog-gen execute {rel}")
-    else:  # failed, or missing source with an old entry
+                        f"the source is now {now}; run worklog-gen execute {rel}")
+    elif st.state == "failed":
         failure = st.failure or {}
-        if st.state == "failed":
-            kind, title = "danger", "Frozen result: the last run failed"
-            fresh = record.get("source_hash") == st.current_hash
-            lines.append(f"The last run of the current code failed at cell {failure.get('cell_index')} "
-                         f"(line {failure.get('line')}, {failure.get('ename')}: {failure.get('evalue')}) "
-                         f"on {_when({'executed_at': failure.get('failed_at')})}. This page shows the previous "
-                         f"run, whose code is {'the same (fresh)' if fresh else 'older (stale)'}.")
-            warnings.append(f"notebook {rel} failed at cell {failure.get('cell_index')} "
-                            f"({failure.get('ename')}: {failure.get('evalue')}); the page shows the previous "
-                            f"frozen result; fix it and run worklog-gen execute {rel}")
-        else:
-            kind, title = "warning", "Frozen result: source missing"
-            lines.append(f"The source `{rel}` no longer exists; this is the last frozen run.")
-            warnings.append(f"notebook {rel} does not exist; its page shows an old frozen result")
-    body = "\n".join("    " + line if line else "" for line in lines + ["", links])
-    return f'!!! {kind} "{title}"\n{body}', warnings
+        kind, title = "danger", "Frozen result: the last run failed"
+        older = "the same code (fresh)" if record.get("source_hash") == st.current_hash else "older code (stale)"
+        notes.append(f"The last run of the current code failed at cell {failure.get('cell_index')} "
+                     f"(line {failure.get('line')}, {failure.get('ename')}: {failure.get('evalue')}) "
+                     f"on {_when({'executed_at': failure.get('failed_at')})}. This page shows the "
+                     f"previous run, of {older}.")
+        warnings.append(f"notebook {rel} failed at cell {failure.get('cell_index')} "
+                        f"({failure.get('ename')}: {failure.get('evalue')}); the page shows the previous "
+                        f"frozen result; fix it and run worklog-gen execute {rel}")
+    else:  # an entry whose source file is gone
+        kind, title = "warning", "Frozen result: source missing"
+        notes.append(f"The source `{rel}` no longer exists; this is its last frozen run.")
+        warnings.append(f"notebook {rel} does not exist; its page shows an old frozen result")
+    blocks = ["\n".join(facts), *notes, links]
+    body = "\n\n".join("\n".join("    " + line for line in block.split("\n")) for block in blocks)
+    return f'!!! {kind} "{title}"\n\n{body}', warnings
 
 
 def _missing_page(topic_id: str, st: freeze.NotebookState, store: Path, root: Path,
