@@ -670,9 +670,10 @@ def tasks_page(log: Worklog, ctx: SiteContext) -> str:
         ))
     parts.append(f"## Done ({len(report.done)})")
     by_day: dict[str, list[str]] = {}
-    for entry, task in reversed(report.done):
+    for entry, task in report.done:
         by_day.setdefault(_day_link(entry, src, ctx), []).append(f"    - {md_escape(task.text)}")
-    parts.append("\n".join(f"- {day}\n" + "\n".join(items) for day, items in by_day.items()) or "Nothing yet.")
+    days = reversed(by_day.items())  # newest day first, tasks in the order written
+    parts.append("\n".join(f"- {day}\n" + "\n".join(items) for day, items in days) or "Nothing yet.")
     return "\n\n".join(parts) + "\n"
 
 

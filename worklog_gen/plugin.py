@@ -11,6 +11,7 @@ are logged at WARNING, so ``mkdocs build --strict`` fails on them.
 from __future__ import annotations
 
 import datetime as dt
+import html
 import os
 import posixpath
 import re
@@ -187,7 +188,8 @@ class WorklogPlugin(BasePlugin[WorklogConfig]):
         if not self.config.feed:
             return output
         href = get_relative_url(feed_src(self.config), page.url)
-        tag = f'<link rel="alternate" type="application/atom+xml" title="{config.site_name}" href="{href}">'
+        title = html.escape(config.site_name)
+        tag = f'<link rel="alternate" type="application/atom+xml" title="{title}" href="{href}">'
         return output.replace("</head>", tag + "</head>", 1)
 
     def on_serve(self, server, /, *, config: MkDocsConfig, builder):
