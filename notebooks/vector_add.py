@@ -35,6 +35,7 @@
 # %%
 import dataclasses
 import math
+import re
 import time
 
 import matplotlib.pyplot as plt
@@ -84,7 +85,7 @@ def show(fig):
 # Which bandwidth? We use the *measured* device-to-device copy (`measure_ceilings`), the
 # best rate a plain streaming kernel reaches on this GPU, not the datasheet figure that no
 # kernel reaches. A copy moves 2 streams (read + write) and an add 3 (2 reads + write);
-# Section 5 asks whether that difference matters.
+# Section 9 asks whether that difference matters.
 
 # %%
 def add_traffic(n: int, dtype: torch.dtype) -> tuple[int, int]:
@@ -213,7 +214,7 @@ def check_add(fn, name: str, sizes, dtypes) -> None:
 
 
 check_add(triton_add, "triton", CHECK_SIZES, (torch.float32, HALF))
-for bs in (128, 4096):  # a block larger than n, and several programs with a ragged last one
+for bs in (128, 4096):  # 769 small programs, or 25 large ones; the last one ragged either way
     check_add(lambda x, y, bs=bs: triton_add(x, y, BLOCK_SIZE=bs), f"triton BLOCK_SIZE={bs}", CHECK_SIZES[-1:], (torch.float32,))
 
 # %% [markdown]
@@ -221,7 +222,10 @@ for bs in (128, 4096):  # a block larger than n, and several programs with a rag
 #
 # Two knobs. `BLOCK_SIZE` sets how many elements one program handles; `num_warps` how many
 # threads share them. Their ratio is the elements per thread: Triton gives each thread
-# runs of contiguous elements and issues 16-byte vector loads where it can (4 fp32 or 8 bf16).
+# runs of contiguous elements and issues 16-byte vector loads where it can prove them safe
+# (4 fp32 or 8 bf16): the pointers 16-byte aligned and `n` a multiple of 16, which Triton
+# learns by specialising each launch on the divisibility of its integer arguments, as it
+# does for every power-of-two size here.
 # More elements per thread means more independent loads in flight per thread; more warps
 # per program means more threads. We sweep both at 2^28 elements and keep the best per
 # dtype for the size sweep.
@@ -318,7 +322,7 @@ CUDA_SRC = r"""
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
 
-constexpr int kThreads = 256;  // threads per block: 8 warps; 8 blocks fill an SM's 2048 threads
+constexpr int kThreads = 256;  // threads per block: 8 warps; up to 8 blocks fill an SM's 2048 threads
 constexpr int kUnroll = 2;     // 16-byte vectors per thread per pass of the grid-stride loop
 
 __device__ __forceinline__ float add_elem(float a, float b) { return a + b; }
@@ -405,7 +409,7 @@ __global__ void add_vec16_grid_stride_kernel(const T* __restrict__ a, const T* _
 }
 
 template <typename T>
-void launch(int variant, const void* a, const void* b, void* c, int64_t n, int sm_count, cudaStream_t stream) {
+cudaError_t launch(int variant, const void* a, const void* b, void* c, int64_t n, int sm_count, cudaStream_t stream) {
   const T* pa = static_cast<const T*>(a);
   const T* pb = static_cast<const T*>(b);
   T* pc = static_cast<T*>(c);
@@ -417,22 +421,25 @@ void launch(int variant, const void* a, const void* b, void* c, int64_t n, int s
     const int64_t blocks = std::max<int64_t>((n_vec + kThreads - 1) / kThreads, 1);
     add_vec16_kernel<T><<<blocks, kThreads, 0, stream>>>(pa, pb, pc, n);
   } else {
-    const int64_t resident = int64_t(sm_count) * (2048 / kThreads);  // blocks that fit on the GPU at once
-    const int64_t per_block = int64_t(kThreads) * kUnroll;           // vectors per block per pass
+    // Blocks that fit on one SM at once; registers decide it. A grid of more than fit would
+    // leave a second, partly empty wave of blocks that each carry a full share of the work.
+    int per_sm = 0;
+    const cudaError_t err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &per_sm, add_vec16_grid_stride_kernel<T>, kThreads, 0);
+    if (err != cudaSuccess) return err;
+    const int64_t resident = int64_t(sm_count) * std::max(per_sm, 1);
+    const int64_t per_block = int64_t(kThreads) * kUnroll;  // vectors per block per pass
     const int64_t blocks = std::max<int64_t>(std::min((n_vec + per_block - 1) / per_block, resident), 1);
     add_vec16_grid_stride_kernel<T><<<blocks, kThreads, 0, stream>>>(pa, pb, pc, n);
   }
+  return cudaGetLastError();
 }
 
 // Called by the C++ wrapper: variant 1, 2 or 3 as above; n > 0; a, b, c 16-byte aligned for 2 and 3.
 cudaError_t launch_add(int variant, bool bf16, const void* a, const void* b, void* c, int64_t n,
                        int sm_count, cudaStream_t stream) {
-  if (bf16) {
-    launch<__nv_bfloat16>(variant, a, b, c, n, sm_count, stream);
-  } else {
-    launch<float>(variant, a, b, c, n, sm_count, stream);
-  }
-  return cudaGetLastError();
+  return bf16 ? launch<__nv_bfloat16>(variant, a, b, c, n, sm_count, stream)
+              : launch<float>(variant, a, b, c, n, sm_count, stream);
 }
 """
 
@@ -612,13 +619,14 @@ if GPU:
     plateau = large["gbps"]
     n_half_model = t0_us * 1e-6 * plateau * 1e9 / 12
     n_half_measured = next(n for n in SIZES if at(fp32, "triton", n)["gbps"] >= plateau / 2)
-    print(f"triton fp32 at n = 2^12: {t0_us:.2f} µs for {small['bytes'] / 1e3:.0f} kB "
+    small_label = f"2^{SIZES[0].bit_length() - 1}"
+    print(f"triton fp32 at n = {small_label}: {t0_us:.2f} µs for {small['bytes'] / 1e3:.0f} kB "
           f"({small['gbps']:.0f} GB/s, {small['gbps'] / plateau:.1%} of its plateau {plateau:.0f} GB/s)")
-    print(f"the bytes of n = 2^12 alone would take {small['bytes'] / (plateau * 1e9) * 1e6:.3f} µs at the plateau")
+    print(f"the bytes of n = {small_label} alone would take {small['bytes'] / (plateau * 1e9) * 1e6:.3f} µs at the plateau")
     print(f"fixed cost t0 = {t0_us:.2f} µs (guessed {ASSUMED_FIXED_US} µs); half-plateau size: model {n_half_model:,.0f} elements "
           f"(guessed {n_half_predicted:,.0f}), first measured size at or above half: {n_half_measured:,}")
     for p in add_providers(torch.float32):
-        print(f"{p:>28}: {at(fp32, p, SIZES[0])['ms'] * 1e3:6.2f} µs at n = 2^12")
+        print(f"{p:>28}: {at(fp32, p, SIZES[0])['ms'] * 1e3:6.2f} µs at n = {small_label}")
 
 # %% [markdown]
 # ## 7. The arithmetic-intensity sweep
@@ -627,8 +635,8 @@ if GPU:
 # see the whole roofline with one kernel, keep the bytes fixed (read `x`, write `out`:
 # 8 bytes per fp32 element) and raise the work per element: apply `x = x * a + b` `r` times,
 # `r` = 1, 2, 4, …, 4096. Each step is one fused multiply-add (FFMA), counted as 2 FLOPs,
-# as the datasheet's fp32 peak counts it (H200: 132 SMs × 128 fp32 lanes × 2 FLOP × 1.98 GHz
-# ≈ 67 TFLOP/s). The arithmetic intensity is `2r / 8 = r / 4` FLOP/byte, so the sweep runs
+# as the datasheet's fp32 peak counts it: the H200's 67 TFLOP/s is 132 SMs × 128 fp32 lanes
+# per SM (NVIDIA Hopper architecture whitepaper) × 2 FLOP × a 1.98 GHz boost clock. The arithmetic intensity is `2r / 8 = r / 4` FLOP/byte, so the sweep runs
 # from 0.25 to 1024 FLOP/byte and crosses the ridge point near `r ≈ 4 × ridge`.
 #
 # Three things keep the measurement honest:
@@ -738,12 +746,11 @@ if GPU:
     # plus one per element in the remainder loop; none folded away.
     probe = torch.randn(CHAIN_CONFIG["BLOCK_SIZE"], device=DEVICE)
     per_thread = CHAIN_CONFIG["BLOCK_SIZE"] // (32 * CHAIN_CONFIG["num_warps"])
-    for fma, op in ((True, "fma.rn.f32"), (False, "mul.rn.f32")):
-        ptx = chain(probe, 1, fma=fma)[1].asm["ptx"]
-        count = ptx.count(op) + (0 if fma else ptx.count("mul.f32"))
-        print(f"{op.split('.')[0]} chain: {count} fp32 {op.split('.')[0]} instructions in the PTX "
+    for fma, name, pattern in ((True, "fma", r"\bfma\.rn\.f32\b"), (False, "mul", r"\bmul(?:\.rn)?\.f32\b")):
+        count = len(re.findall(pattern, chain(probe, 1, fma=fma)[1].asm["ptx"]))
+        print(f"{name} chain: {count} fp32 {name} instructions in the PTX "
               f"(UNROLL × elements per thread + remainder = {CHAIN_CONFIG['UNROLL'] * per_thread + per_thread})")
-        assert count >= CHAIN_CONFIG["UNROLL"], f"the {op} chain was folded: {count} instructions"
+        assert count >= CHAIN_CONFIG["UNROLL"], f"the {name} chain was folded: {count} instructions"
 
     # A whole number of waves: at 2048 threads per SM, 2048 / (32 * num_warps) programs fit on each SM,
     # and n fills every SM 32 times over (about 2^26 elements, 277 MB per tensor on the H200),
