@@ -381,7 +381,10 @@ def render_topic(topic_id: str, title: str, notebook: Path, store_dir: Path, roo
 
 
 def _number(value) -> str:
-    return f"{value:,.4g}" if isinstance(value, (int, float)) else str(value)
+    """4 significant figures; thousands grouped rather than in exponent form."""
+    if not isinstance(value, (int, float)):
+        return _cell(value)
+    return f"{value:,.0f}" if 1e4 <= abs(value) < 1e15 else f"{value:,.4g}"
 
 
 def _roofline_svg(points, ceilings) -> bytes:
