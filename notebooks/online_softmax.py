@@ -114,9 +114,10 @@ for shift in (0.0, 1000.0, -1000.0):
 # most $2/(r+w)$ of the copy bandwidth on compulsory bytes: 1/2 for three-pass, 2/3 for
 # online, 1 for fused. The next cell turns that into floor times from the measured copy
 # bandwidth. One caveat goes into the prediction: when a program re-reads its own row soon
-# after the first read, the re-read can hit the 60 MB L2 instead of HBM. The passes are
+# after the first read, the re-read can hit the L2 cache (tens of MB; the next cell prints its size)
+# instead of HBM. The passes are
 # only all paid in HBM when the data between two passes is larger than L2, which is why
-# the long-row benchmark (64 rows of up to $2^{20}$ fp32, 256 MB) splits each pass into its
+# the long-row benchmark (64 rows of up to $2^{20}$ fp32, 256 MiB) splits each pass into its
 # own kernel launch over the whole matrix.
 
 # %%
@@ -126,7 +127,7 @@ FLOPS_PER_ELEMENT = 5
 """max compare, subtract, exp, add, multiply by 1/sum; counting exp as one FLOP is a convention."""
 
 for name, (reads, writes) in PASSES.items():
-    print(f"{name:10}: {reads} reads + {writes} write -> at most {2 / (reads + writes):.0%} of copy bandwidth "
+    print(f"{name:10}: {reads} read{'s' if reads > 1 else ''} + {writes} write -> at most {2 / (reads + writes):.0%} of copy bandwidth "
           f"when every pass goes to HBM")
 
 if interpret_mode():
@@ -158,7 +159,7 @@ else:
 # at the copy bandwidth (within ~10%), and torch.softmax below it if it re-reads rows.
 # The one-program-per-row three-pass and online kernels will beat their HBM floors there,
 # because the rows they re-read are still in L2. On the long rows, where each pass is its
-# own launch over 4× more data than L2 holds, online should be close to 4/3 = 1.33× faster
+# own launch over several times more data than L2 holds, online should be close to 4/3 = 1.33× faster
 # than three-pass.
 #
 # ## 2. The kernels
@@ -490,9 +491,9 @@ def softmax_fused_kernel(x_ptr, y_ptr, x_row_stride, y_row_stride, n_rows, n_col
 FUSED_LIMIT = 32768
 """Largest row (elements) the fused kernel accepts: 128 KB of fp32 registers, half an SM's file."""
 ELEMENTS_PER_THREAD = 32
-"""Fused kernel: row elements held per thread; sets num_warps = BLOCK_SIZE / (32 * this). Tuned in section 5."""
+"""Fused kernel: row elements held per thread; sets num_warps = BLOCK_SIZE / (32 * this). Tuned in section 4."""
 FUSED_LOOP_STAGES = 2
-"""Fused kernel: pipelining stages of the loop over rows. Tuned in section 5."""
+"""Fused kernel: pipelining stages of the loop over rows. Tuned in section 4."""
 REG_ALLOC_UNIT = 256  # registers are allocated per warp in units of 256 (CUDA Occupancy Calculator, cc 9.0)
 MAX_BLOCKS_PER_SM = 32  # resident blocks per SM, cc 9.0 (CUDA C++ Programming Guide, technical specifications)
 SMEM_RESERVED_PER_BLOCK = 1024  # bytes the system reserves per block, cc >= 8.0 (same guide)
@@ -767,7 +768,9 @@ print(f"{len(results)} checks passed")
 # `num_warps`, and with it registers per program and programs per SM) and the pipelining
 # stages of the loop over rows (a prefetched row costs shared memory, which also limits
 # programs per SM). A small sweep at 4096×16384 fp32 shows the occupancy each choice gets
-# and its bandwidth; the best one is used for every fused launch below.
+# and its bandwidth; the best one is used for every fused launch below. It is chosen at
+# the headline shape, so the headline figure is the tuned one; the sweep in section 5 shows
+# how the choice carries to other row lengths.
 
 # %%
 if interpret_mode():
