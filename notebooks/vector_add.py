@@ -788,13 +788,13 @@ else:
 # above it the time doubles with `r`.
 
 # %%
-def sweep(variant_prefix: str) -> list[dict]:
+def sweep_variant(variant_prefix: str) -> list[dict]:
     """Rows of one variant of the sweep, in order of r."""
     return [r for r in sweep_rows if r["variant"].startswith(variant_prefix)]
 
 
 if GPU:
-    fma_rows, mul_rows = sweep("x*a+b"), sweep("x*a ")
+    fma_rows, mul_rows = sweep_variant("x*a+b"), sweep_variant("x*a ")
     fma_peak = max(fma_rows, key=lambda r: r["tflops"])
     mul_peak = max(mul_rows, key=lambda r: r["tflops"])
     datasheet_fp32 = ceilings.datasheet.fp32_tflops if ceilings.datasheet else ceilings.fp32_tflops
@@ -809,7 +809,8 @@ if GPU:
     at_compute = next(r for r in fma_rows if r["tflops"] >= 0.9 * fma_peak["tflops"])
     print(f"FMA chain peak: {fma_peak['tflops']:.1f} TFLOP/s at r = {fma_peak['r']}, "
           f"{fma_peak['tflops'] / datasheet_fp32:.1%} of the datasheet fp32 peak {datasheet_fp32:.1f} TFLOP/s")
-    print(f"multiply chain peak: {mul_peak['tflops']:.1f} TFLOP/s = {mul_peak['tflops'] / fma_peak['tflops']:.2f} x the FMA peak")
+    print(f"multiply chain peak: {mul_peak['tflops']:.1f} TFLOP/s at r = {mul_peak['r']}, {mul_peak['tflops'] / fma_peak['tflops']:.2f} x the FMA "
+          f"peak, {mul_peak['tflops'] / datasheet_fp32:.1%} of the datasheet fp32 peak")
     print(f"measured ridge point: {fma_peak['tflops']:.1f} TFLOP/s / {ceilings.copy_gbps:.0f} GB/s = {ridge_measured:.1f} FLOP/byte "
           f"(r ≈ {4 * ridge_measured:.0f}); expected from the datasheet fp32 roof: {ridge_expected:.1f} FLOP/byte")
     print(f"the chain at r = 1 streams {floor_gbps:.0f} GB/s ({floor_gbps / ceilings.copy_gbps:.1%} of copy); "
