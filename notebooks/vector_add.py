@@ -310,8 +310,9 @@ else:
 #   `y` with one 128-bit instruction, four times the bytes in flight per thread, and a
 #   quarter of the blocks.
 # * **16-byte vectors in a grid-stride loop**: launch only as many blocks as fit on the GPU
-#   at once; each thread walks the array, issuing the loads of `UNROLL` vectors before it
-#   adds any, so even more bytes are in flight and no time goes to block turnover.
+#   at once (the CUDA occupancy API says how many, given the kernel's registers); each
+#   thread walks the array, loading `kUnroll = 2` vectors of `x` and of `y` before it adds
+#   any, so even more bytes are in flight and no time goes to block turnover.
 #
 # Arithmetic happens in fp32 and rounds once on the store, as `torch.add` does for bf16.
 
