@@ -670,24 +670,30 @@ def _assemble(files: list[SourceFile], diagnostics: list[Diagnostic], order: Lit
         for e in entries:
             t = e.target_date
             if t is not None and t != target:
-                expected = (target - e.date).days
-                should = f"T - {expected}" if expected >= 0 else f"T + {-expected}"
-                msg = f"countdown {e.countdown} gives target date {t}, but most entries give {target} (expected {should})"
+                msg = (
+                    f"countdown {_t_minus(e.countdown)} gives target date {t}, but most entries give "
+                    f"{target} (expected {_t_minus((target - e.date).days)})"
+                )
                 diagnostics.append(Diagnostic(e.path, e.line, msg, "warning", "target-date"))
     rank = {f.path: k for k, f in enumerate(files)}
     diagnostics.sort(key=lambda d: (rank.get(d.path, len(rank)), d.line))
-    preamble = next((f.preamble for f in files if f.preamble.strip()), "")
-    front_matter = next((f.front_matter for f in files if f.front_matter), {})
+    # The log's preamble and front matter are those of its first file with a preamble
+    # (in a folder of one-entry files, an index or README), else of its first file.
+    main = next((f for f in files if f.preamble.strip()), files[0] if files else SourceFile(""))
     return Worklog(
         entries=entries,
-        preamble=preamble,
-        front_matter=front_matter,
+        preamble=main.preamble,
+        front_matter=main.front_matter,
         target_date=target,
         diagnostics=diagnostics,
         paths=[f.path for f in files],
         files=files,
         date_order=order,
     )
+
+
+def _t_minus(countdown: int) -> str:
+    return f"T - {countdown}" if countdown >= 0 else f"T + {-countdown}"
 
 
 def _majority_target(entries: list[Entry]) -> dt.date | None:
@@ -767,6 +773,8 @@ def load(paths: list[str | Path] | str | Path, *, date_order: DateOrder = "auto"
     target date (``date + countdown``) differs from :attr:`Worklog.target_date` (the
     one most entries give) gets a *warning* naming both dates; two entries on one
     day get an *error* and both are kept (see the module docstring).
+    :attr:`Worklog.preamble` and :attr:`Worklog.front_matter` come from the first
+    file with a preamble (else the first file); :attr:`Worklog.files` has each file's.
 
     Raises:
         FileNotFoundError: a path does not exist.
