@@ -214,12 +214,11 @@ class OldSiteLinks:
         self.kept.extend((path, link.line, link.url) for link in old)
         return inline.sub(lambda m: self._html(m["bang"], m["text"], m["url"]), markdown)
 
-    def link(self, title_markdown: str, url: str, source: tuple[str, int] | None = None) -> str:
-        """A markdown link for generated lists (reading list, day page links)."""
+    def link(self, title_markdown: str, url: str) -> str:
+        """A link for generated lists (reading list, a day's links): markdown, or the
+        same inline HTML as :meth:`rewrite` for a kept old-site link."""
         if not is_root_relative(url) or self.base_url:
             return f"[{title_markdown}](<{self.href(url)}>)"
-        if source:
-            self.kept.append((source[0], source[1], url))
         return self._html("", title_markdown, url)
 
     @staticmethod

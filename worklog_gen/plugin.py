@@ -43,7 +43,8 @@ class WorklogPlugin(BasePlugin[WorklogConfig]):
     and debugging)."""
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
-        self.root = Path(config.config_file_path or ".").resolve().parent
+        path = config.config_file_path
+        self.root = Path(path).resolve().parent if path else Path.cwd()  # paths are relative to mkdocs.yml
         self.nav_configured = config.nav is not None
         ids = [t.id for t in self.config.topics]
         for topic_id in ids:
