@@ -347,7 +347,8 @@ def heatmap_html(cells: Sequence[HeatmapCell], href: Callable[[dt.date], str | N
     if not cells:
         return ""
     weeks = cells[-1].week + 1
-    width = LEFT + weeks * STEP + 4
+    legend_end = LEFT + 28 + 5 * STEP + 30  # "Less", five swatches, "More"
+    width = max(LEFT + weeks * STEP + 16, legend_end)  # 16: room for a last month label
     height = TOP + 7 * STEP + 26
     out = [
         '<div class="worklog-heatmap" style="overflow-x:auto;max-width:100%">',
@@ -588,7 +589,7 @@ def home_page(log: Worklog, ctx: SiteContext) -> str:
         preamble = commonmark_lists(log.preamble)
         parts.append(ctx.old_links.rewrite(preamble, _preamble_links(log), _first_path(log)).strip("\n"))
     parts.append("## Countdown\n\n" + _countdown(log, ctx))
-    see = [f"[Reading list](reading-list.md)", f"[Tasks](tasks.md)"]
+    see = ["[Reading list](reading-list.md)", "[Tasks](tasks.md)"]
     if ctx.feed:
         see.append("[Atom feed](feed.xml)")
     parts.append(" · ".join(see))
