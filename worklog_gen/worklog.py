@@ -801,7 +801,7 @@ def load(paths: list[str | Path] | str | Path, *, date_order: DateOrder = "auto"
 # numbers stay), and their words are counted directly. An entry is cut into *units*
 # at blank lines and at lines that always start a new block (a bullet or a heading
 # at indent < 4), except inside fences, HTML blocks, block quotes and tables; a unit
-# indented as code joins the one before it. A unit goes to markdown-it-py when one
+# that starts indented joins the one before it. A unit goes to markdown-it-py when one
 # of its lines holds markdown syntax (_INLINE_SYNTAX, _BLOCK_SYNTAX); it is plain
 # text otherwise, and plain text has no links, no code and the same words either
 # way. The syntax tests are exact where CommonMark makes a character inert: "_"
@@ -824,12 +824,13 @@ _SYNTAX_CHARS = re.compile(r"[\[\]`*_&\\<~|]")
 """Characters one of which every line with inline syntax or a table holds."""
 _BLOCK_START = frozenset(" \t>-+*0123456789")
 _TABLE_DELIMITER = re.compile(r"^(?=[^|]*\|)(?=[^-]*-)[ \t|:\-]+$")
-_SPLIT = re.compile(r" {0,3}(?:[-+]|\#{1,6})(?:[ \t]|$)")
+_SPLIT = re.compile(r" {0,3}(?:[-+][ \t]+\S|\#{1,6}(?:[ \t]|$))")  # not "-" alone: a setext underline
 _HTML_REGION = re.compile(
     r" {0,3}(?:<(?P<raw>script|pre|style|textarea)(?:[ \t>]|$)|(?P<comment><!--)|(?P<pi><\?)|(?P<cdata><!\[CDATA\[)|(?P<decl><![A-Za-z]))",
     re.IGNORECASE,
 )
 _HTML_CLOSE = {"raw": "</", "comment": "-->", "pi": "?>", "cdata": "]]>", "decl": ">"}
+_SEPARATOR = ["", "***", ""]
 _CONTAINER_TOKENS = frozenset({"bullet_list_open", "ordered_list_open", "list_item_open", "blockquote_open"})
 _CODE_TOKENS = frozenset({"fence", "code_block", "html_block"})
 
@@ -1011,10 +1012,13 @@ def _units(lines: list[str], start: int, end: int, blank: list[bool], syntax: li
             if line.lstrip(" \t")[:1] in ("<", ">") or ("|" in line and _TABLE_DELIMITER.match(line)):
                 splittable = False
         chunks.append([first, i, splittable, True])
+    # A chunk that starts indented may continue a list item or code block above it:
+    # it joins the chunk before, so that each unit starts at the left margin (or at
+    # the start of the entry), where CommonMark reads it the same in any context.
     glued: list[list] = []
     for chunk in chunks:
-        if glued and _indent(lines[chunk[0]]) >= 4:
-            glued[-1][1:] = [chunk[1], False, True]
+        if glued and lines[chunk[0]][:1] in (" ", "\t"):
+            glued[-1][1:] = [chunk[1], False, glued[-1][3] or chunk[3]]
         else:
             glued.append(chunk)
     units = []
@@ -1053,7 +1057,7 @@ def _paragraph_content(lines: list[str], a: int, b: int) -> str | None:
             return None
         if k > a and line.lstrip(" ")[:1] in _BLOCK_CHARS:
             return None
-        if "]:" in line or ("|" in line and _TABLE_DELIMITER.match(line)):
+        if "]:" in line or ("|" in line and _TABLE_DELIMITER.match(line)) or not line.strip(" \t"):
             return None
     if b - a == 1:
         return body.strip()
@@ -1083,8 +1087,9 @@ def _analyse(lines: list[str], entries: list[Entry], *, fast: bool = True, index
     if fast:
         blank, syntax = _line_flags(lines, index)
         # One markdown document of the units that need markdown-it-py's block parser,
-        # separated as in the source (at most two blank lines); orig[c] is the
-        # source line of its line c. Plain paragraphs go straight to the inline parser.
+        # each unit after a thematic break that closes any list or quote before it,
+        # so that each is read as at the left margin; orig[c] is the source line of
+        # line c. Plain paragraphs go straight to the inline parser.
         md_lines: list[str] = []
         orig: list[int] = []
         unit_of: list[int] = []  # unit number of each line of md_lines, -1 for separators
@@ -1101,12 +1106,11 @@ def _analyse(lines: list[str], entries: list[Entry], *, fast: bool = True, index
                 if content is not None:
                     direct.append((k, a, content))
                     continue
-                gap = 2 if last is None else min(a - last, 2)
-                if md_lines and gap:
-                    md_lines += [""] * gap
-                    orig += [-1] * gap
-                    unit_of += [-1] * gap
-                    entry_of += [k] * gap
+                if md_lines and a != last:
+                    md_lines += _SEPARATOR
+                    orig += [-1] * len(_SEPARATOR)
+                    unit_of += [-1] * len(_SEPARATOR)
+                    entry_of += [k] * len(_SEPARATOR)
                 md_lines += lines[a:b]
                 orig += range(a, b)
                 unit_of += [n_units] * (b - a)
@@ -1120,6 +1124,8 @@ def _analyse(lines: list[str], entries: list[Entry], *, fast: bool = True, index
             for tok in tokens:
                 if tok.map and tok.type not in _CONTAINER_TOKENS:
                     c0, c1 = tok.map[0], min(max(tok.map[1] - 1, tok.map[0]), len(md_lines) - 1)
+                    if unit_of[c0] == -1 and c0 == c1 and tok.type == "hr":
+                        continue  # a separator
                     if unit_of[c0] != unit_of[c1] or unit_of[c0] == -1:
                         alone.update(entry_of[c0 : c1 + 1])
             for tok in tokens:

@@ -1,0 +1,90 @@
+"""``lint.check`` and ``worklog-gen check``: what is an error, what is a warning, and where."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from worklog_gen.cli import main
+from worklog_gen.lint import check
+
+REAL_LOG = Path(__file__).resolve().parents[2] / "shared" / "worklogs" / "tminus-worklog.md"
+
+BAD_LOG = """\
+Preamble.
+02/30/2025 (T - 100)
+
+12/09/25 (T - 154)
+
+Slides - Done.
+
+12/11/25 (T - 150)
+
+12/10/25 (T - 153)
+
+[https://a.org/post](A post (v2))
+
+12/10/2025 (T - 153)
+
+again
+"""
+
+
+def found(diagnostics) -> list[tuple[int, str, str]]:
+    return [(d.line, d.severity, d.code) for d in diagnostics]
+
+
+def test_each_problem_named_at_its_line(tmp_path):
+    path = tmp_path / "log.md"
+    path.write_bytes(BAD_LOG.replace("\n", "\r\n").encode())
+    diagnostics = check(path)
+    assert found(diagnostics) == [
+        (1, "warning", "line-ends"),
+        (2, "error", "invalid-date"),
+        (8, "error", "target-date"),  # a warning in load, an error here
+        (8, "warning", "empty-entry"),
+        (10, "warning", "out-of-order"),
+        (12, "warning", "backwards-link"),
+        (14, "error", "duplicate-day"),
+        (14, "warning", "out-of-order"),
+    ]
+    assert all(str(d).startswith(f"{path}:{d.line}: {d.severity}: ") for d in diagnostics)
+    target = next(d for d in diagnostics if d.code == "target-date")
+    assert "2026-05-10" in target.message and "2026-05-12" in target.message
+
+
+def test_duplicate_days_across_files(tmp_path):
+    (tmp_path / "a.md").write_text("12/09/25 (T - 154)\nx\n", encoding="utf-8")
+    (tmp_path / "b.md").write_text("12/09/2025 (T - 154)\ny\n", encoding="utf-8")
+    (d,) = check(tmp_path)
+    assert (Path(d.path).name, d.line, d.severity, d.code) == ("b.md", 1, "error", "duplicate-day")
+    assert "a.md:1" in d.message
+
+
+def test_order_is_checked_per_file_not_across_files(tmp_path):
+    (tmp_path / "a.md").write_text("12/10/25 (T - 153)\nx\n", encoding="utf-8")
+    (tmp_path / "b.md").write_text("12/09/25 (T - 154)\ny\n", encoding="utf-8")
+    assert check(tmp_path) == []
+
+
+def test_real_log_is_clean():
+    if not REAL_LOG.exists():
+        pytest.skip("the real log is not next to the repository")
+    assert check(REAL_LOG) == []
+
+
+def test_cli_check_exit_codes(tmp_path):
+    bad = tmp_path / "bad.md"
+    bad.write_text(BAD_LOG, encoding="utf-8")
+    good = tmp_path / "good.md"
+    good.write_text("12/09/25 (T - 154)\n\nWork.\n\n12/10/25 (T - 153)\n\nMore - Done\n", encoding="utf-8")
+    runner = CliRunner()
+    cfg = str(tmp_path / "mkdocs.yml")  # absent: the plugin's defaults
+    result = runner.invoke(main, ["check", str(bad), "-f", cfg])
+    assert result.exit_code == 1
+    assert f"{bad}:2: error: invalid date 02/30/2025" in result.output
+    result = runner.invoke(main, ["check", str(good), "-f", cfg])
+    assert result.exit_code == 0, result.output
+    assert "0 error(s), 0 warning(s)" in result.output

@@ -1,0 +1,117 @@
+"""Properties of the parser over generated text (hypothesis).
+
+* :func:`parse` never raises, whatever the text: header lines of every shape, CRLF,
+  lone CR, a byte-order mark, front matter, any Unicode.
+* It never loses or duplicates a line: the file put back together from front matter,
+  preamble, headers and bodies is the repaired text, line for line, and the repairs
+  keep the number of lines.
+* The fast path (one markdown-it-py parse per file, plain text counted directly)
+  finds the same links, tasks and words as parsing every entry on its own in full.
+"""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from worklog_gen.repair import repair_text
+from worklog_gen.worklog import HEADER_RE, _parse_texts, parse
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+dashes = st.sampled_from(["-", " - ", "\u2013", " \u2013 ", "- ", " +", "\u2212"])
+headers = st.builds(
+    lambda prefix, a, b, y, sep, n, tail: f"{prefix}{a:02d}/{b}/{y} (T{sep}{n}){tail}",
+    st.sampled_from(["", "## ", "   "]),
+    st.integers(0, 40),
+    st.integers(0, 40),
+    st.sampled_from(["25", "2025", "26", "1999"]),
+    dashes,
+    st.integers(0, 400),
+    st.sampled_from(["", " ", "\t"]),
+)
+iso_headers = st.builds(lambda m, d, n: f"2025-{m:02d}-{d:02d} (T - {n})", st.integers(0, 14), st.integers(0, 33), st.integers(0, 200))
+words = st.sampled_from(
+    ["Done", "done", "Next", "next", "->", "Tmr", "- Done;", "; Done.", "(Done,", "x_ptr", "__init__", "*em*", "**bold**",
+     "`code`", "``a ` b``", "&amp;", "&", "AT&T", "\\*", "\\", "<b>", "<https://a.org>", "<", ">", "|", "~~s~~", "~",
+     "[a](https://a.org)", "[https://b.org](B (c))", "[ref][r]", "[r]", "![i](x.png)", "]:", "[", "]", "(", ")", "caf\u00e9",
+     "\u00c3\u00a9", "E\u00ef\u00ac\u0192cient", "\u2194", "12/09/25", "1.", "2)", "#", "-", "+", "=", "word", "GPU", "ﬃ", "\u00a0"]
+)  # fmt: skip
+prose = st.lists(words, min_size=1, max_size=8).map(" ".join)
+block_lines = st.one_of(
+    prose,
+    prose.map(lambda s: "- " + s),
+    prose.map(lambda s: "  - " + s),
+    prose.map(lambda s: "1. " + s),
+    prose.map(lambda s: "> " + s),
+    prose.map(lambda s: "# " + s),
+    prose.map(lambda s: "    " + s),
+    prose.map(lambda s: "\t" + s),
+    prose.map(lambda s: "| " + s + " |"),
+    st.sampled_from(
+        ["", "", "", "```", "```python", "~~~", "    ", "---", "***", "===", "|---|---|", "<!--", "-->", "<div>", "</div>",
+         "<pre>", "</pre>", "[r]: https://r.org", "https://bare.org/x", "- [ ] open task", "- [x] done task", "-", "*",
+         "- ```", "  ```", "> ```", "1.   wide marker", "* star", "  * nested star", "10) item", "+ plus", "- ", "<!-- c",
+         "c -->", "<script>", "</script>", "<?x", "?>", "  - [x] nested task", "trailing  ", "ends with \\", " ---",
+         "   ***", "> > deep", "  > quoted", "[r]:", "  https://r.org", '  "title"', "#", "## h ##", "- - -", "~~~~"]
+    ),  # fmt: skip
+    headers,
+    iso_headers,
+)
+markdownish = st.lists(block_lines, max_size=40).map("\n".join)
+line_ends = st.sampled_from(["\n", "\r\n", "\r"])
+
+
+@st.composite
+def any_text(draw) -> str:
+    lines = draw(st.lists(st.one_of(block_lines, st.text(max_size=30)), max_size=30))
+    ends = draw(st.lists(line_ends, min_size=len(lines), max_size=len(lines)))
+    text = "".join(line + end for line, end in zip(lines, ends))
+    if draw(st.booleans()):
+        text = draw(st.sampled_from(["---\ntitle: x\n---\n", "<!-- ---\nlayout: page\n--- -->\n", "---\n: [\n---\n"])) + text
+    if draw(st.booleans()):
+        text = "\ufeff" + text
+    return text
+
+
+def commonmark_lines(text: str) -> int:
+    """Lines as CommonMark counts them: LF, CRLF and a lone CR end a line."""
+    return len(re.split(r"\r\n|\r|\n", text.removeprefix("\ufeff")))
+
+
+@SETTINGS
+@given(any_text(), st.sampled_from(["auto", "mdy", "dmy"]))
+def test_parse_never_raises_and_keeps_every_line(text, order):
+    log = parse(text, "p.md", date_order=order)
+    fixed, _ = repair_text(text, "p.md", is_boundary=lambda line: HEADER_RE.match(line) is not None)
+    assert len(fixed.split("\n")) == commonmark_lines(text)
+    assert log.reassemble() == fixed
+    # Entries tile the file after the preamble: each line belongs to one part.
+    (f,) = log.files
+    start = f.front_matter_lines + f.preamble_lines + 1
+    for e in f.entries:
+        assert e.line == start and e.end_line >= e.line - (0 if e.header else 1)
+        start = e.end_line + 1
+    assert start == f.line_count + 1 or not f.entries
+    for e in log.entries:
+        assert all(e.line <= link.line <= e.end_line for link in e.links)
+        assert all(e.line < t.line <= e.end_line for t in e.tasks)
+
+
+@SETTINGS
+@given(st.text())
+def test_repair_keeps_the_number_of_lines(text):
+    fixed, diagnostics = repair_text(text)
+    assert len(fixed.split("\n")) == commonmark_lines(text)
+    assert all(1 <= d.line <= commonmark_lines(text) for d in diagnostics)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(markdownish, min_size=1, max_size=4))
+def test_fast_path_equals_full_parse(bodies):
+    text = "".join(f"12/{9 + k:02d}/25 (T - {154 - k})\n{body}\n" for k, body in enumerate(bodies))
+    fast = _parse_texts([("p.md", text)], date_order="mdy", fast=True)
+    full = _parse_texts([("p.md", text)], date_order="mdy", fast=False)
+    assert [(e.line, e.words, e.links, e.tasks) for e in fast.entries] == [(e.line, e.words, e.links, e.tasks) for e in full.entries]
