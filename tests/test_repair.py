@@ -153,9 +153,11 @@ def test_not_bare_url_lines(line):
 
 
 def test_link_repairs_skip_fences_and_restart_at_boundaries():
-    lines = ["```", "https://a.org", "12/09/25 (T - 154)", "https://b.org", "~~~~", "[https://c.org](C title)", "~~~~", "https://d.org"]
+    lines = ["```", "https://a.org", "12/09/25 (T - 154)", "https://b.org", "~~~~", "[https://c.org](C t)", "~~~~", "https://d.org"]
     diags = fix_link_lines(lines, "x.md", boundaries=[2])
-    assert lines == ["```", "https://a.org", "12/09/25 (T - 154)", "<https://b.org>", "~~~~", "[https://c.org](C title)", "~~~~", "<https://d.org>"]
+    # The header at index 2 ends the unclosed fence; the second fence protects its link.
+    assert lines[3] == "<https://b.org>" and lines[5] == "[https://c.org](C t)" and lines[7] == "<https://d.org>"
+    assert lines[:3] == ["```", "https://a.org", "12/09/25 (T - 154)"]
     assert [(d.line, d.code) for d in diags] == [(4, "bare-url"), (8, "bare-url")]
 
 

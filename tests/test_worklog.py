@@ -227,7 +227,8 @@ def test_date_order_option_checked():
 def test_format_header_and_style_round_trip():
     assert format_header(dt.date(2025, 12, 9), 154) == "12/09/25 (T - 154)"
     assert format_header(dt.date(2026, 5, 14), -2) == "05/14/26 (T + 2)"
-    for header in ["12/10/2025 (T - 153)", "12/11/2025 (T-152)", "13/12/2025 (T \u2013 151)", "## 2025-12-09 (T - 154)", "1/5/26 (T - 127)"]:
+    headers = ["12/10/2025 (T - 153)", "12/11/2025 (T-152)", "13/12/2025 (T \u2013 151)", "## 2025-12-09 (T - 154)", "1/5/26 (T - 127)"]
+    for header in headers:
         order = "dmy" if header.startswith("13") else "mdy"
         style = header_style(header, order)
         log = parse(header + "\n", date_order=order)
@@ -281,9 +282,17 @@ def test_link_keeps_the_authors_url_and_domain():
         ("Adding RBDA notes for concepts prior to mid-term; Done.", "Adding RBDA notes for concepts prior to mid-term", TaskStatus.DONE),
         ("Make an entry for TA experience, after dinner; -> Tmr;", "Make an entry for TA experience, after dinner", TaskStatus.CARRIED),
         ("Write the kernel ->Tmr", "Write the kernel", TaskStatus.CARRIED),
-        ("Check the page. - First learn, and then finish this. - Next; - Done;", "Check the page. - First learn, and then finish this.", TaskStatus.DONE),
+        (
+            "Check the page. - First learn, and then finish this. - Next; - Done;",
+            "Check the page. - First learn, and then finish this.",
+            TaskStatus.DONE,
+        ),
         ("Swizzling - Done; - Next;", "Swizzling", TaskStatus.CARRIED),
-        ("Starting with Kafka. (Done, edits pending for publishing)", "Starting with Kafka. (Done, edits pending for publishing)", TaskStatus.DONE),
+        (
+            "Starting with Kafka. (Done, edits pending for publishing)",
+            "Starting with Kafka. (Done, edits pending for publishing)",  # the marker does not end the line
+            TaskStatus.DONE,
+        ),
         ("- [ ] Profile with Nsight", "Profile with Nsight", TaskStatus.OPEN),
         ("- [x] Tiled GEMM", "Tiled GEMM", TaskStatus.DONE),
         ("- [ ] Tiled GEMM - Done", "Tiled GEMM", TaskStatus.DONE),
@@ -319,7 +328,10 @@ def test_count_words_rule():
 
 
 def test_entry_words_skip_markup_code_and_urls():
-    text = "12/09/25 (T - 154)\n\n# Notes on **tiled** GEMM\n\n- read [the post](https://a.org/x) `tl.dot(a, b)`\n\n```\nnot counted here\n```\n<https://b.org>\n"
+    text = (
+        "12/09/25 (T - 154)\n\n# Notes on **tiled** GEMM\n\n- read [the post](https://a.org/x) `tl.dot(a, b)`\n\n"
+        "```\nnot counted here\n```\n<https://b.org>\n"
+    )
     (e,) = parse(text).entries
     assert e.words == 7  # "Notes on tiled GEMM", "read the post"; not the code, the URLs or the autolink
 

@@ -61,7 +61,7 @@ _ENCODING_ONLY = ftfy.TextFixerConfig(
 # U+00C2..U+00F4 followed by a continuation byte shown as U+0080..U+00BF or one of
 # the Windows-1252 characters at 0x80..0x9F; or a stray C1 control. ftfy's own
 # check (``ftfy.badness.is_bad``) is far slower, so lines pass this one first.
-_CP1252_HIGH = "\u0152\u0153\u0160\u0161\u0178\u017d\u017e\u0192\u02c6\u02dc\u2013\u2014\u2018\u2019\u201a\u201c\u201d\u201e\u2020\u2021\u2022\u2026\u2030\u2039\u203a\u20ac\u2122"
+_CP1252_HIGH = "".join(bytes([b]).decode("cp1252") for b in range(0x80, 0xA0) if b not in (0x81, 0x8D, 0x8F, 0x90, 0x9D))
 _MOJIBAKE_HINT = re.compile(f"[\u00c2-\u00f4][\u0080-\u00bf{_CP1252_HIGH}]|[\u00c2\u00c3] |[\u0080-\u009f]")
 
 _FENCE_OPEN = re.compile(r"^(?P<lead>[ \t]*(?:(?:[-+*]|\d{1,9}[.)]|>)[ \t]*)*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
@@ -139,7 +139,8 @@ def fix_encoding_lines(lines: list[str], path: str = "<string>") -> list[Diagnos
             continue
         lines[i] = fixed
         before, after = _changed_words(line, fixed)
-        diagnostics.append(Diagnostic(path, i + 1, f"mojibake repaired: {before!r} -> {after!r}", "warning", "mojibake"))
+        msg = f"mojibake repaired: {before!r} -> {after!r}"
+        diagnostics.append(Diagnostic(path, i + 1, msg, "warning", "mojibake"))
     return diagnostics
 
 

@@ -336,7 +336,12 @@ def header_countdown(m: re.Match) -> int:
 # ---------------------------------------------------------------------------
 # Tasks and words
 
-_MARKER_STATUS = {"done": TaskStatus.DONE, "next": TaskStatus.CARRIED, "tmr": TaskStatus.CARRIED, "tomorrow": TaskStatus.CARRIED}
+_MARKER_STATUS = {
+    "done": TaskStatus.DONE,
+    "next": TaskStatus.CARRIED,
+    "tmr": TaskStatus.CARRIED,
+    "tomorrow": TaskStatus.CARRIED,
+}
 _TASK_WORDS = (*_MARKER_STATUS, "[ ]", "[x]")
 """Lower-case strings one of which every task line holds."""
 _LIST_PREFIX = re.compile(r"^[ \t]*(?:>[ \t]?)*(?:(?:[-+*]|\d{1,9}[.)])[ \t]+)?")
@@ -511,7 +516,9 @@ def _prepare(text: str, path: str) -> _Prepared:
     return _Prepared(path, lines, fm, header_like, diagnostics, index)
 
 
-def infer_date_order(prepared: list[_Prepared], date_order: DateOrder = "auto") -> tuple[Literal["mdy", "dmy"], list[Diagnostic]]:
+def infer_date_order(
+    prepared: list[_Prepared], date_order: DateOrder = "auto"
+) -> tuple[Literal["mdy", "dmy"], list[Diagnostic]]:
     """Month/day order for the header lines of ``prepared`` files (see the module docstring)."""
     if date_order in ("mdy", "dmy"):
         return date_order, []
@@ -553,7 +560,8 @@ def _front_matter(p: _Prepared) -> tuple[dict, list[Diagnostic]]:
     if data is None:
         return {}, []
     if not isinstance(data, dict):
-        return {}, [Diagnostic(p.path, a + 1, "front matter is not a mapping of keys to values", "error", "front-matter")]
+        msg = "front matter is not a mapping of keys to values"
+        return {}, [Diagnostic(p.path, a + 1, msg, "error", "front-matter")]
     return data, []
 
 
@@ -585,14 +593,16 @@ def _per_file_date(p: _Prepared, fm: dict, order: str) -> tuple[dt.date | None, 
                     date = dateparser.parse(str(value), dayfirst=order == "dmy").date()
                 except (ValueError, OverflowError):
                     line = _front_matter_line(p, "date")
-                    diagnostics.append(Diagnostic(p.path, line, f"front matter date {value!r} is not a date", "error", "invalid-date"))
+                    msg = f"front matter date {value!r} is not a date"
+                    diagnostics.append(Diagnostic(p.path, line, msg, "error", "invalid-date"))
     if date is None:
         m = _ISO_STEM.match(Path(p.path).name)
         if m:
             try:
                 date = dt.date.fromisoformat(m[1])
             except ValueError:
-                diagnostics.append(Diagnostic(p.path, 1, f"file name date {m[1]} is not a date", "error", "invalid-date"))
+                msg = f"file name date {m[1]} is not a date"
+                diagnostics.append(Diagnostic(p.path, 1, msg, "error", "invalid-date"))
     countdown = None
     if date is not None and "countdown" in fm:
         value = fm["countdown"]
@@ -602,7 +612,8 @@ def _per_file_date(p: _Prepared, fm: dict, order: str) -> tuple[dt.date | None, 
             countdown = int(value)
         else:
             line = _front_matter_line(p, "countdown")
-            diagnostics.append(Diagnostic(p.path, line, f"front matter countdown {value!r} is not a whole number", "error", "front-matter"))
+            msg = f"front matter countdown {value!r} is not a whole number"
+            diagnostics.append(Diagnostic(p.path, line, msg, "error", "front-matter"))
     return date, countdown, diagnostics
 
 
@@ -723,7 +734,11 @@ def parse(text: str, path: str | Path = "<string>", *, date_order: DateOrder = "
     return _parse_texts([(str(path), text)], date_order=date_order)
 
 
-def _parse_texts(texts: list[tuple[str, str]], *, date_order: DateOrder, fast: bool = True, extra: list[Diagnostic] | None = None) -> Worklog:
+def _parse_texts(
+    texts: list[tuple[str, str]], *, date_order: DateOrder, fast: bool = True, extra: list[Diagnostic] | None = None
+) -> Worklog:
+    """Parse ``(path, text)`` pairs into one :class:`Worklog`; ``extra`` diagnostics
+    (from decoding) join the parser's. ``fast=False`` is the reference analysis."""
     prepared = [_prepare(text, path) for path, text in texts]
     order, diagnostics = infer_date_order(prepared, date_order)
     diagnostics += extra or []
@@ -748,7 +763,9 @@ def worklog_files(paths: list[str | Path] | str | Path) -> list[Path]:
     for p in map(Path, paths):
         if p.is_dir():
             found += sorted(
-                q for q in p.rglob("*.md") if q.is_file() and not any(part.startswith(".") for part in q.relative_to(p).parts)
+                q
+                for q in p.rglob("*.md")
+                if q.is_file() and not any(part.startswith(".") for part in q.relative_to(p).parts)
             )
         elif p.is_file():
             found.append(p)
@@ -826,7 +843,8 @@ _BLOCK_START = frozenset(" \t>-+*0123456789")
 _TABLE_DELIMITER = re.compile(r"^(?=[^|]*\|)(?=[^-]*-)[ \t|:\-]+$")
 _SPLIT = re.compile(r" {0,3}(?:[-+][ \t]+\S|\#{1,6}(?:[ \t]|$))")  # not "-" alone: a setext underline
 _HTML_REGION = re.compile(
-    r" {0,3}(?:<(?P<raw>script|pre|style|textarea)(?:[ \t>]|$)|(?P<comment><!--)|(?P<pi><\?)|(?P<cdata><!\[CDATA\[)|(?P<decl><![A-Za-z]))",
+    r" {0,3}(?:<(?P<raw>script|pre|style|textarea)(?:[ \t>]|$)"
+    r"|(?P<comment><!--)|(?P<pi><\?)|(?P<cdata><!\[CDATA\[)|(?P<decl><![A-Za-z]))",
     re.IGNORECASE,
 )
 _HTML_CLOSE = {"raw": "</", "comment": "-->", "pi": "?>", "cdata": "]]>", "decl": ">"}
@@ -960,7 +978,9 @@ def _line_flags(lines: list[str], index) -> tuple[list[bool], list[bool]]:
     return blank, syntax
 
 
-def _units(lines: list[str], start: int, end: int, blank: list[bool], syntax: list[bool]) -> list[tuple[int, int, bool]]:
+def _units(
+    lines: list[str], start: int, end: int, blank: list[bool], syntax: list[bool]
+) -> list[tuple[int, int, bool]]:
     """Cut ``lines[start:end]`` (an entry body) into ``(first, stop, needs_markdown)`` units.
 
     ``blank`` and ``syntax`` are :func:`_line_flags` of ``lines``.
@@ -1190,7 +1210,8 @@ def _inline(md, content: str, first_line: int, env: dict, *, shortcut: bool) -> 
             href = link_open.attrGet("href") if link_open is not None else None
             if href:
                 pos = link_open.meta.get("src_pos", 0)
-                found.append(Link(" ".join("".join(title).split()), str(href), first_line + content.count("\n", 0, pos)))
+                line = first_line + content.count("\n", 0, pos)
+                found.append(Link(" ".join("".join(title).split()), str(href), line))
             link_open, title, autolink = None, None, False
             pieces.append(" ")
         elif kind in ("text", "text_special"):
@@ -1243,7 +1264,9 @@ def append_entry(path: str | Path, date: dt.date, *, date_order: DateOrder = "au
         raise ValueError(f"{path}: no target date known: no entry has a countdown")
     newest = log.entries[-1] if log.entries else None
     if newest is not None and date < newest.date:
-        raise ValueError(f"{date} is before the newest entry {newest.date} ({newest.source}); add it by hand where it belongs")
+        raise ValueError(
+            f"{date} is before the newest entry {newest.date} ({newest.source}); add it by hand where it belongs"
+        )
     countdown = (log.target_date - date).days
     if path.is_file():
         file = path
