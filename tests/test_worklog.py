@@ -376,6 +376,23 @@ def test_target_date_is_the_majority_and_disagreements_are_warnings():
     )  # fmt: skip
 
 
+def test_front_matter_target_date_wins():
+    text = "---\ntarget: 2026-05-12\n---\n12/09/25 (T - 150)\n\n12/10/25 (T - 149)\n"
+    log = parse(text, "x.md")
+    assert log.target_date == dt.date(2026, 5, 12)
+    assert [(d.line, d.code) for d in log.diagnostics] == [(4, "target-date"), (6, "target-date")]
+    assert "the front matter of x.md gives 2026-05-12" in log.diagnostics[0].message
+    bad = parse("---\ntarget_date: soon\n---\n12/09/25 (T - 154)\n", "y.md")
+    assert bad.target_date == dt.date(2026, 5, 12)  # from the entries
+    assert [(d.line, d.severity, d.code) for d in bad.diagnostics] == [(2, "error", "front-matter")]
+
+
+def test_append_entry_to_a_log_with_only_a_front_matter_target(tmp_path):
+    path = tmp_path / "log.md"
+    path.write_text("---\ntarget: 2026-05-12\n---\n\nRules.\n", encoding="utf-8")
+    assert append_entry(path, dt.date(2025, 12, 9)) == (path, "12/09/25 (T - 154)")
+
+
 def test_non_utf8_bytes_are_decoded_with_a_warning(tmp_path):
     path = tmp_path / "log.md"
     path.write_bytes("12/09/25 (T - 154)\nCaf\u00e9 notes\n".encode("cp1252"))

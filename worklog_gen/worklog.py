@@ -217,7 +217,8 @@ class Worklog:
     preamble: str = ""
     front_matter: dict = field(default_factory=dict)
     target_date: dt.date | None = None
-    """The target date most entries agree on (see :func:`load`)."""
+    """The front matter's ``target_date:`` (or ``target:``), else the target date most
+    entries agree on (see :func:`load`)."""
     diagnostics: list[Diagnostic] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
     files: list[SourceFile] = field(default_factory=list)
@@ -676,21 +677,23 @@ def _assemble(files: list[SourceFile], diagnostics: list[Diagnostic], order: Lit
             first = same_day[0]
             msg = f"duplicate day {e.date}: also at {first.source}; both are kept, this one as page {e.slug}"
             diagnostics.append(Diagnostic(e.path, e.line, msg, "error", "duplicate-day"))
-    target = _majority_target(entries)
+    # The log's preamble and front matter are those of its first file with a preamble
+    # (in a folder of one-entry files, an index or README), else of its first file.
+    main = next((f for f in files if f.preamble.strip()), files[0] if files else SourceFile(""))
+    target, given_by = _front_matter_target(main, diagnostics), f"the front matter of {main.path} gives"
+    if target is None:
+        target, given_by = _majority_target(entries), "most entries give"
     if target is not None:
         for e in entries:
             t = e.target_date
             if t is not None and t != target:
                 msg = (
-                    f"countdown {_t_minus(e.countdown)} gives target date {t}, but most entries give "
+                    f"countdown {_t_minus(e.countdown)} gives target date {t}, but {given_by} "
                     f"{target} (expected {_t_minus((target - e.date).days)})"
                 )
                 diagnostics.append(Diagnostic(e.path, e.line, msg, "warning", "target-date"))
     rank = {f.path: k for k, f in enumerate(files)}
     diagnostics.sort(key=lambda d: (rank.get(d.path, len(rank)), d.line))
-    # The log's preamble and front matter are those of its first file with a preamble
-    # (in a folder of one-entry files, an index or README), else of its first file.
-    main = next((f for f in files if f.preamble.strip()), files[0] if files else SourceFile(""))
     return Worklog(
         entries=entries,
         preamble=main.preamble,
@@ -701,6 +704,28 @@ def _assemble(files: list[SourceFile], diagnostics: list[Diagnostic], order: Lit
         files=files,
         date_order=order,
     )
+
+
+def _front_matter_target(f: SourceFile, diagnostics: list[Diagnostic]) -> dt.date | None:
+    """The target date the front matter of ``f`` gives (``target_date:`` or ``target:``), if any."""
+    from dateutil import parser as dateparser
+
+    for key in ("target_date", "target"):
+        if key not in f.front_matter:
+            continue
+        value = f.front_matter[key]
+        if isinstance(value, dt.datetime):
+            return value.date()
+        if isinstance(value, dt.date):
+            return value
+        try:
+            return dateparser.isoparse(str(value)).date()
+        except ValueError:
+            lines = f.front_matter_text.split("\n")
+            line = next((i + 1 for i, text in enumerate(lines) if re.match(rf"^{key}\s*:", text)), 1)
+            msg = f"front matter {key} {value!r} is not a date (YYYY-MM-DD)"
+            diagnostics.append(Diagnostic(f.path, line, msg, "error", "front-matter"))
+    return None
 
 
 def _t_minus(countdown: int) -> str:
@@ -786,9 +811,10 @@ def load(paths: list[str | Path] | str | Path, *, date_order: DateOrder = "auto"
 
     Files are read as bytes and decoded as UTF-8 (other encodings with a warning, see
     :func:`worklog_gen.repair.decode_bytes`); month/day order is inferred over all of
-    them together. Entries from all files are sorted by date. Each entry whose
-    target date (``date + countdown``) differs from :attr:`Worklog.target_date` (the
-    one most entries give) gets a *warning* naming both dates; two entries on one
+    them together. Entries from all files are sorted by date. The target date is
+    the front matter's ``target_date:`` or ``target:`` (YYYY-MM-DD), else the one
+    most entries give (``date + countdown``; on a tie, the latest entry's). Each entry
+    whose target date differs gets a *warning* naming both dates; two entries on one
     day get an *error* and both are kept (see the module docstring).
     :attr:`Worklog.preamble` and :attr:`Worklog.front_matter` come from the first
     file with a preamble (else the first file); :attr:`Worklog.files` has each file's.
@@ -1251,8 +1277,8 @@ def append_entry(path: str | Path, date: dt.date, *, date_order: DateOrder = "au
 
     Raises:
         ValueError: ``date`` already has an entry, is before the newest entry, no
-            target date is known (no entry has a countdown), or there is no entry
-            to take the file from in a folder.
+            target date is known (no countdown, no front matter ``target``), or
+            ``path`` is a folder without entries.
         FileNotFoundError: ``path`` does not exist.
     """
     path = Path(path)
@@ -1272,8 +1298,8 @@ def append_entry(path: str | Path, date: dt.date, *, date_order: DateOrder = "au
         file = path
     elif newest is not None:
         file = Path(newest.path)
-    else:  # pragma: no cover - a target date implies an entry
-        raise ValueError(f"{path}: no entry to append after")
+    else:
+        raise ValueError(f"{path}: no entry yet to find the log file by; name the file")
     in_file = [e for f in log.files if f.path == str(file) for e in f.entries if e.header]
     style = header_style(in_file[-1].header, log.date_order) if in_file else HeaderStyle(order=log.date_order)
     header = format_header(date, countdown, style=style)
