@@ -23,6 +23,14 @@ together: a first field above 12 anywhere means day-first, a second field above 
 means month-first, both is an error diagnostic (then month-first); with no evidence,
 month-first.
 
+**Target date.** The front matter's ``target_date:`` or ``target:`` (YYYY-MM-DD) if
+given, else the one most entries give (on a tie, the one the latest entry gives).
+
+**Lines.** A line ends at LF, CRLF or a lone CR, as in CommonMark; repairs keep the
+number of lines, so every ``line`` here is a line of the author's file. The parts
+of a file (front matter, preamble, each entry's header and body) cover each of its
+lines exactly once: :meth:`Worklog.reassemble` puts them back together.
+
 **One entry per file.** A file with no header line whose front matter has ``date:``
 or whose name starts with an ISO date (``2025-12-09.md``) is one entry: the whole
 text after the front matter, countdown from the front matter's ``countdown:`` (or
