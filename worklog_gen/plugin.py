@@ -10,7 +10,7 @@ are logged at WARNING, so ``mkdocs build --strict`` fails on them.
 
 from __future__ import annotations
 
-import datetime as dt
+import dataclasses
 import html
 import os
 import posixpath
@@ -69,16 +69,15 @@ class WorklogPlugin(BasePlugin[WorklogConfig]):
             worklog = load(path, date_order=self.config.date_order)
         except (ValueError, OSError) as exc:
             raise PluginError(f"worklog: cannot read {self.config.worklog_dir}: {exc}") from exc
-        errors = [d for d in worklog.diagnostics if d.severity == "error"]
-        for diag in worklog.diagnostics:
+        # The parser reports everything the author must fix (invalid dates, duplicate days,
+        # ...) as error diagnostics; warnings (repaired damage) fail only --strict.
+        diagnostics = [dataclasses.replace(d, path=self._relative(d.path)) for d in worklog.diagnostics]
+        for diag in diagnostics:
             if diag.severity != "error":
                 log.warning(str(diag))
-        seen: dict[dt.date, str] = {}
         for entry in worklog.entries:
             entry.path = self._relative(entry.path)
-            if entry.date in seen:
-                errors.append(f"{entry.source}: error: a second entry for {entry.date} (first at {seen[entry.date]})")
-            seen.setdefault(entry.date, entry.source)
+        errors = [d for d in diagnostics if d.severity == "error"]
         if errors:
             raise PluginError("worklog: fix the log:\n" + "\n".join(map(str, errors)))
         return worklog
