@@ -261,7 +261,7 @@ def test_home_page_countdown_streaks_and_timeline(make_entry, make_log):
     assert "**Days left, as of the build date 2025-12-21:** 142" in page
     assert "**Days left, as of the last entry 2025-12-12:** 151" in page
     assert "**Days logged:** 3" in page
-    assert "**Current streak (run ending at the latest entry):** 1 days" in page
+    assert "**Current streak (run ending at the latest entry):** 1 day" in page
     assert "**Longest streak:** 2 days (2025-12-09 to 2025-12-10)" in page
     assert page.index("### December 2025") < page.index("[12 Dec 2025 · T-151](2025-12-12.md) — Four five six.")
     assert page.index("2025-12-12.md") < page.index("2025-12-09.md")  # newest first

@@ -510,7 +510,7 @@ def day_page(log: Worklog, index: int, ctx: SiteContext) -> str:
     src = entry_src(entry, ctx.url_prefix)
     facts = [f"{entry.date:%A} {entry.date.isoformat()}"]
     if entry.target_date is not None:
-        facts.append(f"{entry.countdown} days to the target date {entry.target_date.isoformat()}")
+        facts.append(f"{_days(entry.countdown)} to the target date {entry.target_date.isoformat()}")
     facts.append(f"{entry.words} words")
     parts = [
         f"# {entry_title(entry)}",
@@ -557,7 +557,7 @@ def _countdown(log: Worklog, ctx: SiteContext) -> str:
         left = (log.target_date - ctx.build_date).days
         when = f"as of the build date {ctx.build_date.isoformat()}"
         rows.append(
-            (f"Days left, {when}", str(left) if left >= 0 else f"target date passed {-left} days ago")
+            (f"Days left, {when}", str(left) if left >= 0 else f"target date passed {_days(-left)} ago")
         )
         if last is not None:
             rows.append(
@@ -569,8 +569,8 @@ def _countdown(log: Worklog, ctx: SiteContext) -> str:
     if log.entries:
         span = (log.entries[-1].date - log.entries[0].date).days + 1
         rows.append(("Days since the first entry", f"{span} ({days / span:.0%} logged)"))
-    rows.append(("Current streak (run ending at the latest entry)", f"{s.current} days"))
-    longest = f"{s.longest} days"
+    rows.append(("Current streak (run ending at the latest entry)", _days(s.current)))
+    longest = _days(s.longest)
     if s.longest_start:
         longest += f" ({s.longest_start.isoformat()} to {s.longest_end.isoformat()})"
     rows.append(("Longest streak", longest))
@@ -718,3 +718,8 @@ def worklog_pages(log: Worklog, ctx: SiteContext) -> dict[str, str]:
     for i, entry in enumerate(log.entries):
         pages[entry_src(entry, ctx.url_prefix)] = day_page(log, i, ctx)
     return pages
+
+
+def _days(n: int) -> str:
+    """``"1 day"``, ``"3 days"``."""
+    return f"{n} day" if n == 1 else f"{n} days"
