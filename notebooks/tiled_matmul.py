@@ -36,7 +36,7 @@
 # roofline, and what the numbers say.
 
 # %%
-import math
+import re
 
 import torch
 import triton
@@ -226,6 +226,10 @@ def _check_operands(a: torch.Tensor, b: torch.Tensor) -> tuple[int, int, int]:
     return a.shape[0], b.shape[1], a.shape[1]
 
 
+LAST_KERNEL: dict = {}
+"""Variant -> the compiled kernel of its latest launch (what ``kernel[grid](...)`` returns; not
+a compiled kernel under the interpreter). Read by :func:`compiled_features`."""
+
 NAIVE = dict(BLOCK_N=32, BLOCK_K=16, num_warps=4) if CPU else dict(BLOCK_N=128, BLOCK_K=32, num_warps=4)
 
 
@@ -238,8 +242,8 @@ def matmul_naive(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     M, N, K = _check_operands(a, b)
     c = torch.empty((M, N), device=a.device, dtype=a.dtype)
     grid = (M, triton.cdiv(N, NAIVE["BLOCK_N"]))
-    matmul_naive_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                              c.stride(0), c.stride(1), **NAIVE)
+    LAST_KERNEL["naive"] = matmul_naive_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0),
+                                                     b.stride(1), c.stride(0), c.stride(1), **NAIVE)
     return c
 
 
@@ -334,9 +338,9 @@ def matmul_tiled(a: torch.Tensor, b: torch.Tensor, precision: str | None = None)
     c = torch.empty((M, N), device=a.device, dtype=a.dtype)
     cfg = fixed_tile(a.dtype)
     grid = (triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"]),)
-    matmul_tiled_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                              c.stride(0), c.stride(1), INPUT_PRECISION=precision or input_precision(a.dtype),
-                              **cfg)
+    LAST_KERNEL["tiled"] = matmul_tiled_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0),
+                                                     b.stride(1), c.stride(0), c.stride(1),
+                                                     INPUT_PRECISION=precision or input_precision(a.dtype), **cfg)
     return c
 
 
@@ -395,9 +399,9 @@ def matmul_grouped(a: torch.Tensor, b: torch.Tensor, precision: str | None = Non
     c = torch.empty((M, N), device=a.device, dtype=a.dtype)
     cfg = fixed_tile(a.dtype)
     grid = (triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"]),)
-    matmul_grouped_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                                c.stride(0), c.stride(1), GROUP_SIZE_M=GROUP_SIZE_M,
-                                INPUT_PRECISION=precision or input_precision(a.dtype), **cfg)
+    LAST_KERNEL["grouped"] = matmul_grouped_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0),
+                                                         b.stride(1), c.stride(0), c.stride(1), GROUP_SIZE_M=GROUP_SIZE_M,
+                                                         INPUT_PRECISION=precision or input_precision(a.dtype), **cfg)
     return c
 
 
@@ -488,12 +492,14 @@ else:
 
 
 def keep_configs(configs, named_args, **kwargs):
-    """Autotune pruning: keep configurations whose BLOCK_K is 128 bytes of the operand dtype, and
-    drop the epilogue subtile under warp specialization (the Triton tutorial's pairing on Hopper)."""
+    """Autotune pruning: keep configurations whose BLOCK_K is 128 bytes of the operand dtype; under
+    warp specialization keep only 4-warp ones without the epilogue subtile (what Hopper's warp
+    specialization accepts, as checked by compiling for sm_90 and in Triton's persistent-matmul
+    tutorial)."""
     elem = named_args["a_ptr"].element_size()
     ws = bool(kwargs.get("WARP_SPECIALIZE", False))
     kept = [c for c in configs if c.kwargs["BLOCK_K"] * elem == 128
-            and not (ws and c.kwargs.get("EPILOGUE_SUBTILE", False))]
+            and not (ws and (c.kwargs.get("EPILOGUE_SUBTILE", False) or c.num_warps != 4))]
     if not kept:
         raise ValueError(f"no configuration suits element size {elem} (warp_specialize={ws})")
     return kept
@@ -531,10 +537,11 @@ def matmul_autotuned(a: torch.Tensor, b: torch.Tensor, config: triton.Config | N
     args = (a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
     if config is None:
         grid = lambda META: (triton.cdiv(M, META["BLOCK_M"]) * triton.cdiv(N, META["BLOCK_N"]),)  # noqa: E731
-        matmul_autotuned_kernel[grid](*args, INPUT_PRECISION=input_precision(a.dtype))
+        LAST_KERNEL["autotuned"] = matmul_autotuned_kernel[grid](*args, INPUT_PRECISION=input_precision(a.dtype))
     else:
         grid = (triton.cdiv(M, config.kwargs["BLOCK_M"]) * triton.cdiv(N, config.kwargs["BLOCK_N"]),)
-        matmul_grouped_kernel[grid](*args, INPUT_PRECISION=input_precision(a.dtype), **_launch_options(config))
+        LAST_KERNEL["autotuned"] = matmul_grouped_kernel[grid](*args, INPUT_PRECISION=input_precision(a.dtype),
+                                                               **_launch_options(config))
     return c
 
 
@@ -561,9 +568,10 @@ def matmul_autotuned(a: torch.Tensor, b: torch.Tensor, config: triton.Config | N
 # - **Warp specialization.** With `tl.range(..., warp_specialize=True)` the compiler splits
 #   the warps into a producer that only issues TMA loads and consumers that only issue
 #   `wgmma`, handing buffers over through barriers, so neither waits on the other's
-#   instruction stream. Triton 3.6 supports it on Hopper for this kernel shape without
-#   loop flattening and without the epilogue subtile; whether the local compiler accepts
-#   it is checked below and printed, and the kernel runs without it otherwise.
+#   instruction stream. On Hopper the compiler specializes this loop only without loop
+#   flattening, without the epilogue subtile and with `num_warps = 4` (it adds the consumer
+#   warp groups itself); with 8 warps it quietly falls back to software pipelining. So the
+#   check below reads the compiled kernel rather than trusting the flag.
 # - **Epilogue subtile.** The fp32 accumulator is split in two BLOCK_M × BLOCK_N/2 halves
 #   that are converted and stored one after the other, halving the shared memory the store
 #   stages through, which leaves room for another pipeline stage.
@@ -617,11 +625,15 @@ if CPU:
 else:
     # Shared memory per program = num_stages * (BLOCK_M + BLOCK_N) * BLOCK_K * e, plus the C tile the
     # store stages through; 128x256 fp32 fits only with 3 stages and the subtile (144 + 64 KB).
+    # With warp specialization, Hopper needs num_warps=4 (one consumer warp group per 64 rows is
+    # added by the compiler); with 8 warps it falls back to software pipelining. Those configs come
+    # last, without the subtile, and are the only ones kept under WARP_SPECIALIZE.
     PERSISTENT_CONFIGS = (
         _hopper_configs([(128, 256, 64)], [(3, 8), (4, 8)], {"EPILOGUE_SUBTILE": True})
-        + _hopper_configs([(128, 256, 64)], [(3, 8)], {"EPILOGUE_SUBTILE": False})
         + _hopper_configs([(128, 256, 32)], [(3, 8)], {"EPILOGUE_SUBTILE": True})
-        + _hopper_configs([(128, 128, 64), (128, 128, 32)], [(4, 8), (4, 4)], {"EPILOGUE_SUBTILE": False})
+        + _hopper_configs([(128, 128, 64), (128, 128, 32)], [(4, 8)], {"EPILOGUE_SUBTILE": False})
+        + _hopper_configs([(128, 256, 64)], [(3, 4)], {"EPILOGUE_SUBTILE": False})
+        + _hopper_configs([(128, 128, 64), (128, 128, 32)], [(4, 4)], {"EPILOGUE_SUBTILE": False})
     )
 
 matmul_persistent_tuned = triton.autotune(configs=PERSISTENT_CONFIGS, key=["M", "N", "K", "WARP_SPECIALIZE"],
@@ -662,18 +674,20 @@ def matmul_persistent(a: torch.Tensor, b: torch.Tensor, warp_specialize: bool = 
                  FLATTEN=not warp_specialize)  # Triton 3.6 does not flatten a warp-specialized loop on Hopper
     if config is None:
         grid = lambda META: (min(NUM_SMS, triton.cdiv(M, META["BLOCK_M"]) * triton.cdiv(N, META["BLOCK_N"])),)  # noqa: E731
-        matmul_persistent_tuned[grid](*args, **flags)
+        kernel = matmul_persistent_tuned[grid](*args, **flags)
     else:
         grid = (min(NUM_SMS, triton.cdiv(M, config.kwargs["BLOCK_M"]) * triton.cdiv(N, config.kwargs["BLOCK_N"])),)
-        matmul_persistent_kernel[grid](*args, **flags, **_launch_options(config))
+        kernel = matmul_persistent_kernel[grid](*args, **flags, **_launch_options(config))
+    LAST_KERNEL["persistent-tma-ws" if warp_specialize else "persistent-tma"] = kernel
     return c[:, :N]
 
 
 # %% [markdown]
 # Which of these features this machine has. TMA needs compute capability 9.0 or newer and a
 # Triton with tensor descriptors. Warp specialization is probed by compiling and running it
-# once per dtype and comparing with `torch.matmul`; a compiler that rejects it prints why and
-# the notebook carries on without that variant.
+# once per dtype, comparing with an fp64 reference, and reading the compiled kernel: a
+# compiler that rejects it, or that quietly falls back to plain software pipelining, is
+# reported, and the notebook carries on without that variant.
 
 # %%
 def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
@@ -685,6 +699,28 @@ def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
 # Relative-error bounds against an fp64 reference: output rounding dominates for bf16 (8 mantissa
 # bits) and fp16 (11); tf32 rounds the inputs to 11 bits; fp32 is the interpreter's exact fp32 dot.
 TOL = {"bf16": 1e-2, "fp16": 2e-3, "tf32": 5e-3, "fp32": 1e-5}
+
+def compiled_features(kernel) -> dict:
+    """What the compiler made of one launch, read from its PTX and TTGIR: tensor-core ``wgmma``,
+    TMA bulk tensor copies, ``cp.async`` pipelining, warp-specialized partitions, shared memory
+    (KiB) and warps. Empty under the interpreter, which compiles nothing."""
+    asm = getattr(kernel, "asm", None)
+    if not asm:
+        return {}
+    ptx, ttgir = asm["ptx"], asm["ttgir"]
+    return {"wgmma": "wgmma.mma_async" in ptx, "tma": "cp.async.bulk.tensor" in ptx,
+            "cp_async": bool(re.search(r"cp\.async\.c[ag]\.", ptx)), "warp_specialized": "ttg.warp_specialize" in ttgir,
+            "shared_kib": kernel.metadata.shared / 1024, "num_warps": kernel.metadata.num_warps}
+
+
+def features_label(feats: dict) -> str:
+    """e.g. ``wgmma+tma+ws 208 KiB``: the features of :func:`compiled_features` that are on."""
+    if not feats:
+        return ""
+    on = [name for key, name in (("wgmma", "wgmma"), ("tma", "tma"), ("cp_async", "cp.async"),
+                                 ("warp_specialized", "ws")) if feats[key]]
+    return f"{'+'.join(on) or 'cuda-cores'} {feats['shared_kib']:.0f} KiB w{feats['num_warps']}"
+
 
 capability = None if CPU else torch.cuda.get_device_capability()
 HAS_TMA = hasattr(tl, "make_tensor_descriptor") and (CPU or capability >= (9, 0))
@@ -704,7 +740,14 @@ for dtype_name, dtype in DTYPES.items():
             out = matmul_persistent(a, w.T, warp_specialize=True)
             torch.cuda.synchronize()
             err = rel_err(out, a.double() @ w.double().T)
-            ok, why = err < TOL[dtype_name], f"compiled and ran, relative error {err:.1e}"
+            feats = compiled_features(LAST_KERNEL["persistent-tma-ws"])
+            config = config_label(matmul_persistent_tuned.best_config)
+            if not err < TOL[dtype_name]:
+                ok, why = False, f"wrong result, relative error {err:.1e}"
+            elif not feats.get("warp_specialized", False):
+                ok, why = False, f"compiled without warp-specialized partitions (software pipelining), {config}"
+            else:
+                ok, why = True, f"warp-specialized partitions in the compiled kernel, {config}, error {err:.1e}"
         except Exception as exc:  # noqa: BLE001 -- printed below, and the variant is left out
             ok, why = False, f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ''}"
     features["warp_specialize"][dtype_name] = {"on": ok, "why": why}
@@ -815,17 +858,18 @@ def measure(dtype_name: str, shape_label: str, M: int, N: int, K: int, names: li
     rows = []
     for name in names + [TORCH]:
         fn = (lambda: torch.matmul(a, b)) if name == TORCH else (lambda f=VARIANTS[name]: f(a, b))
-        config = ""
+        config = compiled = ""
         if name != TORCH:
             err = rel_err(fn(), expected)  # first call: autotunes, compiles
             assert err < TOL_VS_TORCH[dtype_name], f"{name} {dtype_name} {shape_label}: {err:.2e} from torch"
             if name in TUNER:
                 config = config_label(TUNER[name].best_config)
+            compiled = features_label(compiled_features(LAST_KERNEL[name]))
         t = bench(fn)
         rows.append({"dtype": dtype_name, "shape": shape_label, "M": M, "N": N, "K": K, "provider": name,
                      "ms": t.ms, "ms_lo": t.ms_lo, "ms_hi": t.ms_hi, "tflops": tflops(flops, t.ms),
                      "tflops_lo": tflops(flops, t.ms_hi), "tflops_hi": tflops(flops, t.ms_lo),
-                     "flops": flops, "nbytes": nbytes, "config": config})
+                     "flops": flops, "nbytes": nbytes, "config": config, "compiled": compiled})
     del a, w, b, expected
     summary = ", ".join(f"{r['provider']} {r['tflops']:.0f}" for r in rows)
     print(f"{dtype_name} {shape_label}: {summary} TFLOP/s")
@@ -849,8 +893,12 @@ else:
         for n in SQUARES[2:]:
             results += measure(dtype_name, str(n), n, n, n, tuned_names(dtype_name))
     save_data("benchmark.csv", results)
-    tuned = [{k: r[k] for k in ("dtype", "shape", "provider", "config")} for r in results if r["config"]]
+    tuned = [{k: r[k] for k in ("dtype", "shape", "provider", "config", "compiled")} for r in results if r["compiled"]]
     save_data("tuned_configs.csv", tuned)
+    print("\nWhat each version compiled to (bf16, 4096):")
+    for r in results:
+        if r["dtype"] == "bf16" and r["shape"] == "4096" and r["compiled"]:
+            print(f"  {r['provider']:18} {r['config'] or 'fixed config':28} {r['compiled']}")
 
 # %%
 precision_rows = []

@@ -1,0 +1,273 @@
+"""The tiled-matmul notebook's kernels beyond what its own correctness cell checks.
+
+* Under ``TRITON_INTERPRET=1``, every version on edge shapes (one row, one column, K = 1,
+  K shorter than BLOCK_K, exact multiples of the tiles), on operands in layouts the
+  benchmark never uses (a transposed A, a row-major B), and the launchers' errors.
+* The persistent kernel's TMA padding: aligned operands pass through uncopied, misaligned
+  ones get a 16-byte row stride.
+* The grouped launch order (the notebook's ``tile_order``) is a permutation of the tiles
+  whose bands span GROUP_SIZE_M tile rows (hypothesis).
+* The Hopper configuration lists: pruning by dtype and by warp specialization, and the
+  fixed-configuration pick.
+* Compiled for sm_90 without a GPU: the tiled kernels issue ``wgmma``, the persistent kernel
+  issues TMA copies, and with ``num_warps=4`` it really is warp-specialized.
+
+Triton decides at ``@triton.jit`` time whether to interpret, so kernels run in child
+processes; the assertions are made here.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOK = REPO / "notebooks" / "tiled_matmul.py"
+VARIANTS = ["naive", "tiled", "grouped", "autotuned", "persistent-tma", "persistent-tma-ws"]
+EDGE_SHAPES = [(1, 37, 19), (40, 1, 23), (33, 29, 1), (21, 35, 7), (64, 64, 32)]
+
+
+def top_level(names: set[str], *, cpu: bool) -> dict:
+    """Run the notebook's top-level statements that assign or define ``names`` (no kernels run),
+    with ``CPU`` fixed; returns the namespace."""
+    import triton  # noqa: F401  (the statements use it)
+
+    tree = ast.parse(NOTEBOOK.read_text())
+    body = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) and "worklog_gen" not in ast.unparse(n)]
+    for node in tree.body:
+        statements = [*node.body, *node.orelse] if isinstance(node, ast.If) else [node]
+        assigned = {t.id for s in statements if isinstance(s, ast.Assign) for t in s.targets if isinstance(t, ast.Name)}
+        if isinstance(node, ast.FunctionDef) and node.name in names and not node.decorator_list:
+            body.append(node)
+        elif assigned & names:
+            body.append(node)
+    namespace = {"CPU": cpu, "__name__": "tiled_matmul_parts"}
+    body = [n for n in body if not (isinstance(n, ast.Assign) and ast.unparse(n).startswith("CPU ="))]
+    exec(compile(ast.Module(body=body, type_ignores=[]), str(NOTEBOOK), "exec"), namespace)
+    return namespace
+
+
+def child_env(**extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    return {**env, **extra}
+
+
+CHILD = r'''
+import sys
+from pathlib import Path
+
+import torch
+
+notebook, results_path = Path(sys.argv[1]), Path(sys.argv[2])
+namespace = {"__name__": "tiled_matmul"}
+# compiled under the notebook's own file name: the interpreter re-reads each kernel's source from it
+exec(compile(notebook.read_text(), str(notebook), "exec"), namespace)
+VARIANTS, tma_rows = namespace["VARIANTS"], namespace["tma_rows"]
+torch.manual_seed(2)
+
+
+def attempt(function, *args):
+    try:
+        return function(*args)
+    except Exception as exc:  # reported to the test, which asserts on it
+        return (type(exc).__name__, str(exc))
+
+
+results = {"edge": {}, "layout": {}, "errors": {}, "tma_rows": {}}
+for dtype in (torch.float32, torch.float16):
+    for M, N, K in EDGE_SHAPES:
+        a, w = torch.randn(M, K, dtype=dtype), torch.randn(N, K, dtype=dtype)
+        reference = a.double() @ w.double().T
+        for name, fn in VARIANTS.items():
+            results["edge"][str(dtype), (M, N, K), name] = (attempt(fn, a, w.T), reference)
+    # A as a transposed view (unit stride along M), B row-major (K, N): layouts the benchmark never uses
+    a, b = torch.randn(45, 30, dtype=dtype).T, torch.randn(45, 26, dtype=dtype)  # (30, 45), (45, 26)
+    for name, fn in VARIANTS.items():
+        results["layout"][str(dtype), name] = (attempt(fn, a, b), a.double() @ b.double())
+for name, fn in VARIANTS.items():
+    results["errors"][name, "shape"] = attempt(fn, torch.randn(4, 5), torch.randn(6, 3))
+    results["errors"][name, "dtype"] = attempt(fn, torch.randn(4, 5), torch.randn(5, 3, dtype=torch.float16))
+aligned, misaligned = torch.randn(6, 8), torch.randn(6, 7)
+results["tma_rows"] = {"aligned_same": tma_rows(aligned).data_ptr() == aligned.data_ptr(),
+                       "misaligned": (tma_rows(misaligned), misaligned),
+                       "transposed": (tma_rows(aligned.T), aligned.T)}
+torch.save(results, results_path)
+'''.replace("EDGE_SHAPES", repr(EDGE_SHAPES))
+
+
+@pytest.fixture(scope="module")
+def interpreted(tmp_path_factory) -> dict:
+    pytest.importorskip("triton")
+    torch = pytest.importorskip("torch")
+    folder = tmp_path_factory.mktemp("tiled_matmul")
+    env = child_env(TRITON_INTERPRET="1", WORKLOG_GEN_OUTPUT=str(folder / "out"))
+    result = subprocess.run([sys.executable, "-c", CHILD, str(NOTEBOOK), str(folder / "results.pt")],
+                            env=env, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    return torch.load(folder / "results.pt", weights_only=False)
+
+
+def rel_err(out, reference) -> float:
+    return ((out.double() - reference).norm() / reference.norm()).item()
+
+
+TOL = {"torch.float32": 1e-5, "torch.float16": 2e-3}  # the notebook's CPU-mode bounds
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("dtype", ["torch.float32", "torch.float16"])
+@pytest.mark.parametrize("shape", EDGE_SHAPES, ids=["x".join(map(str, s)) for s in EDGE_SHAPES])
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_version_is_right_on_edge_shapes(interpreted, dtype, shape, variant):
+    out, reference = interpreted["edge"][dtype, shape, variant]
+    assert not isinstance(out, tuple), out  # an exception, reported as (type, message)
+    assert tuple(out.shape) == (shape[0], shape[1])
+    assert rel_err(out, reference) < TOL[dtype]
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("dtype", ["torch.float32", "torch.float16"])
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_version_takes_any_operand_layout(interpreted, dtype, variant):
+    out, reference = interpreted["layout"][dtype, variant]
+    assert not isinstance(out, tuple), out
+    assert rel_err(out, reference) < TOL[dtype]
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("case, words", [("shape", "need A (M, K) and B (K, N)"), ("dtype", "share a dtype")])
+def test_launchers_reject_mismatched_operands(interpreted, variant, case, words):
+    kind, message = interpreted["errors"][variant, case]
+    assert kind == "ValueError" and words in message
+
+
+@pytest.mark.notebook
+def test_tma_rows_pads_only_misaligned_rows(interpreted):
+    rows = interpreted["tma_rows"]
+    assert rows["aligned_same"]  # 8 fp32 = 32 bytes: passed through, not copied
+    for key in ("misaligned", "transposed"):
+        padded, original = rows[key]
+        assert padded.stride(1) == 1 and (padded.stride(0) * padded.element_size()) % 16 == 0
+        assert padded[:, : original.shape[1]].equal(original)
+
+
+TILE_ORDER = top_level({"tile_order"}, cpu=True)["tile_order"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(num_pid_m=st.integers(1, 40), num_pid_n=st.integers(1, 40), group=st.integers(1, 12))
+def test_grouped_order_is_a_permutation_banded_by_group_size_m(num_pid_m, num_pid_n, group):
+    order = TILE_ORDER(num_pid_m, num_pid_n, group)
+    assert sorted(order) == [(m, n) for m in range(num_pid_m) for n in range(num_pid_n)]
+    band = group * num_pid_n  # program ids of one band of GROUP_SIZE_M tile rows
+    for start in range(0, len(order), band):
+        rows = {m for m, _ in order[start:start + band]}
+        assert rows == set(range(start // num_pid_n, min(start // num_pid_n + group, num_pid_m)))
+    if group == 1:
+        assert order == [(m, n) for m in range(num_pid_m) for n in range(num_pid_n)]  # row-major
+
+
+@pytest.fixture(scope="module")
+def hopper_configs() -> dict:
+    pytest.importorskip("triton")
+    return top_level({"_hopper_configs", "AUTOTUNE_CONFIGS", "PERSISTENT_CONFIGS", "keep_configs", "check_config",
+                      "GROUP_SIZE_M"}, cpu=False)
+
+
+SMEM_PER_BLOCK = 227 * 1024  # sm_90 (CUDA C Programming Guide, compute capability 9.0)
+
+
+@pytest.mark.parametrize("elem, block_k", [(2, 64), (4, 32)])
+@pytest.mark.parametrize("lists", ["AUTOTUNE_CONFIGS", "PERSISTENT_CONFIGS"])
+@pytest.mark.parametrize("ws", [False, True])
+def test_pruning_keeps_configs_that_suit_the_dtype(hopper_configs, elem, block_k, lists, ws):
+    torch = pytest.importorskip("torch")
+    a = torch.empty(0, dtype=torch.float16 if elem == 2 else torch.float32)
+    configs = hopper_configs[lists]
+    kept = hopper_configs["keep_configs"](configs, {"a_ptr": a}, WARP_SPECIALIZE=ws)
+    assert kept and all(c.kwargs["BLOCK_K"] == block_k for c in kept)
+    assert len(kept) < len(configs)
+    if ws:
+        assert all(c.num_warps == 4 and not c.kwargs.get("EPILOGUE_SUBTILE") for c in kept)
+    fixed = hopper_configs["check_config"](configs, a, ws)
+    assert fixed is kept[-1]
+    kw = fixed.kwargs
+    operands = fixed.num_stages * (kw["BLOCK_M"] + kw["BLOCK_N"]) * kw["BLOCK_K"] * elem
+    epilogue = kw["BLOCK_M"] * kw["BLOCK_N"] * elem
+    assert operands + epilogue <= SMEM_PER_BLOCK  # the fixed-config check must launch whatever the dtype
+
+
+AOT = r'''
+import ast, json, sys
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+path = sys.argv[1]
+tree = ast.parse(open(path).read())
+keep = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) and "worklog_gen" not in ast.unparse(n)]
+keep += [n for n in tree.body if isinstance(n, ast.FunctionDef)
+         and any("triton.jit" in ast.unparse(d) for d in n.decorator_list)]
+ns = {"__name__": "tiled_matmul_kernels"}
+exec(compile(ast.Module(body=keep, type_ignores=[]), path, "exec"), ns)
+
+
+def build(fn, ints, dtype, consts, **options):
+    sig = {n: ("*" + dtype if n.endswith("_ptr") else "i32") for n in ints}
+    sig.update({k: "constexpr" for k in consts})
+    attrs = {(fn.arg_names.index(n),): [["tt.divisibility", 16]] for n in ints}  # as for sizes divisible by 16
+    kernel = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts, attrs=attrs),
+                            target=GPUTarget("cuda", 90, 32), options=options)
+    ptx, ttgir = kernel.asm["ptx"], kernel.asm["ttgir"]
+    return {"wgmma": "wgmma.mma_async" in ptx, "tma": "cp.async.bulk.tensor" in ptx,
+            "ws": "ttg.warp_specialize" in ttgir, "shared": kernel.metadata.shared}
+
+
+out = {}
+for dtype, bk in (("bf16", 64), ("fp32", 32)):
+    ints = ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bn", "stride_cm"]
+    consts = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=bk, GROUP_SIZE_M=8, INPUT_PRECISION="tf32",
+                  stride_ak=1, stride_bk=1, stride_cn=1)  # unit strides are specialised to constants
+    out[dtype, "grouped"] = build(ns["matmul_grouped_kernel"], ints, dtype, consts, num_warps=8, num_stages=3)
+    ints = ["a_ptr", "w_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_wn", "stride_cm"]
+    for ws, warps in ((False, 8), (True, 4), (True, 8)):
+        consts = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=bk, GROUP_SIZE_M=8, INPUT_PRECISION="tf32",
+                      EPILOGUE_SUBTILE=not ws, NUM_SMS=132, WARP_SPECIALIZE=ws, FLATTEN=not ws)
+        out[dtype, f"persistent ws={ws} w{warps}"] = build(ns["matmul_persistent_kernel"], ints, dtype, consts,
+                                                          num_warps=warps, num_stages=3)
+print(json.dumps({" ".join(k): v for k, v in out.items()}))
+'''
+
+
+@pytest.fixture(scope="module")
+def sm90() -> dict:
+    pytest.importorskip("triton")
+    result = subprocess.run([sys.executable, "-c", AOT, str(NOTEBOOK)], env=child_env(TRITON_DEFAULT_FP_FUSION="1"),
+                            capture_output=True, text=True, timeout=600)
+    if result.returncode != 0 and ("ptxas" in result.stderr or "No module named" in result.stderr):
+        pytest.skip(f"no sm_90 code generation here: {result.stderr.strip().splitlines()[-1]}")
+    assert result.returncode == 0, result.stderr[-4000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp32"])
+def test_tiled_kernel_uses_tensor_cores_on_hopper(sm90, dtype):
+    assert sm90[f"{dtype} grouped"]["wgmma"]
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp32"])
+def test_persistent_kernel_uses_tma_and_warp_specializes_with_four_warps(sm90, dtype):
+    plain, ws4, ws8 = (sm90[f"{dtype} persistent ws={ws} w{w}"] for ws, w in ((False, 8), (True, 4), (True, 8)))
+    assert plain["tma"] and plain["wgmma"] and not plain["ws"]
+    assert ws4["tma"] and ws4["wgmma"] and ws4["ws"]
+    assert not ws8["ws"]  # with 8 warps Hopper falls back to software pipelining: why the WS configs use 4
