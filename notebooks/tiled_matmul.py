@@ -66,7 +66,7 @@ else:
 
 info = gpu_info()
 save_data("gpu_info", info)
-print({k: v for k, v in info.items()})
+print(info)
 print(f"NUM_SMS = {NUM_SMS}, L2 = {L2_BYTES / 2**20:.0f} MiB" if L2_BYTES else f"NUM_SMS = {NUM_SMS}")
 
 # %% [markdown]
@@ -99,8 +99,8 @@ def compulsory_bytes(M: int, N: int, K: int, elem: int) -> int:
 
 
 SQUARES = [256, 512, 1024, 2048, 4096, 8192]
-# (M, N, K) of the linear layers of real models, M = 4096 tokens in a batch. Hidden size 4096 and
-# MLP width 11008 are Llama-2-7B's (Touvron et al. 2023, Table/config); 14336 is Llama-3-8B's MLP width.
+# (M, N, K) of the MLP layers of real models, M = 4096 tokens in a batch: hidden size 4096 and MLP width
+# 11008 (Llama-2-7B's published model config) and 14336 (Llama-3-8B's).
 LLM_SHAPES = {
     "Llama-2-7B MLP up 4096x11008x4096": (4096, 11008, 4096),
     "Llama-2-7B MLP down 4096x4096x11008": (4096, 4096, 11008),
@@ -130,15 +130,15 @@ for dtype_name in ("bf16", "tf32"):
     shapes = [(f"{n}", (n, n, n)) for n in SQUARES] + list(LLM_SHAPES.items())
     for label, (M, N, K) in shapes:
         flops, nbytes = matmul_flops(M, N, K), compulsory_bytes(M, N, K, ELEM[dtype_name])
-        row = {"dtype": dtype_name, "shape": label, "M": M, "N": N, "K": K,
-               "gflop": flops / 1e9, "mbytes": nbytes / 1e6, "intensity": flops / nbytes}
+        entry = {"dtype": dtype_name, "shape": label, "M": M, "N": N, "K": K,
+                 "gflop": flops / 1e9, "mbytes": nbytes / 1e6, "intensity": flops / nbytes}
         if ceilings is not None:
             roof = ROOF[dtype_name]
             t_compute = flops / (ceilings.roof_tflops(roof) * 1e12) * 1e3
             t_memory = nbytes / (ceilings.copy_gbps * 1e9) * 1e3
-            row.update(t_compute_ms=t_compute, t_memory_ms=t_memory, floor_ms=max(t_compute, t_memory),
-                       bound="compute" if row["intensity"] > ceilings.ridge_point(roof) else "memory")
-        napkin.append(row)
+            entry.update(t_compute_ms=t_compute, t_memory_ms=t_memory, floor_ms=max(t_compute, t_memory),
+                         bound="compute" if entry["intensity"] > ceilings.ridge_point(roof) else "memory")
+        napkin.append(entry)
 save_data("napkin.csv", napkin)
 
 print(f"{'dtype':5} {'shape':38} {'GFLOP':>9} {'MB':>8} {'FLOP/B':>8}" +
@@ -152,9 +152,11 @@ for r in napkin:
 # %% [markdown]
 # **Prediction, written before measuring.** The cell below states it with this GPU's
 # roofs: which square sizes are compute-bound, the floor times at 4096 and 8192, and what
-# a good kernel should reach. At the smallest sizes the floor is a few microseconds, about
-# what launching a kernel and filling 132 SMs costs, so those sizes are latency-bound
-# whatever the roofline says; no kernel there should get near the roof.
+# a good kernel should reach. At the smallest sizes the floor is a fraction of a
+# microsecond, far below the few microseconds it takes to launch a kernel and ramp up
+# every SM, so those sizes are latency-bound whatever the roofline says; no kernel there
+# should get near the roof. The naive kernel reads B once per output row, M·N·K·e bytes
+# in all, so it is bound by how fast L2 and HBM can serve those repeats, not by compute.
 
 # %%
 if ceilings is not None:
@@ -167,7 +169,10 @@ if ceilings is not None:
         print(f"bf16 {n}^3: floor {r['floor_ms']:.3f} ms ({r['bound']}-bound): compute {r['t_compute_ms']:.3f} ms, "
               f"compulsory memory traffic {r['t_memory_ms']:.3f} ms")
     r = bf16_rows["256"]
-    print(f"bf16 256^3: floor {r['floor_ms'] * 1e3:.1f} us: latency-bound in practice")
+    print(f"bf16 256^3: floor {r['floor_ms'] * 1e3:.2f} us: latency-bound in practice")
+    repeats = 2048**3 * 2  # bytes of B the naive kernel reads at 2048: all of B once per output row
+    print(f"naive at 2048: {repeats / 1e9:.0f} GB of B reads, {repeats / (ceilings.copy_gbps * 1e6):.1f} ms at the "
+          f"HBM copy rate; B ({2048**2 * 2 / 2**20:.0f} MiB) fits in L2, which serves repeats faster, so expect less")
     print("Prediction: at 4096 and 8192 the best Triton kernel should land within a few percent of the "
           f"measured cuBLAS roof ({ceilings.bf16_tflops:.0f} TFLOP/s bf16, {ceilings.tf32_tflops:.0f} TFLOP/s tf32); "
           "the naive kernel, which cannot use tensor cores, stays below the fp32 CUDA-core roof "
@@ -254,20 +259,24 @@ def matmul_naive(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 # (BLOCK_M, BLOCK_K) tile of A and a (BLOCK_K, BLOCK_N) tile of B into shared memory and
 # multiplying them with `tl.dot`, which Triton lowers to tensor-core instructions (`wgmma`
 # on Hopper) and pipelines over `num_stages` buffers so that the next loads overlap this
-# step's math. Every element loaded is used BLOCK_N (for A) or BLOCK_M (for B) times, so
-# operand traffic drops by that factor against version 1. The accumulator stays fp32 in
-# registers whatever the input dtype, and is rounded to the output dtype once, at the end.
+# step's math. Each element of A that is loaded is used BLOCK_N times and each element of B
+# BLOCK_M times; version 1 used each load of B once, so B traffic drops by BLOCK_M. The
+# accumulator stays fp32 in registers whatever the input dtype, and is rounded to the
+# output dtype once, at the end.
 #
 # Programs are numbered in row-major order over the tiles of C: consecutive program ids
 # walk along a row of tiles. Rows past M and columns past N are wrapped round with `% M`
 # and `% N`, so the loads need only a K mask; the wrapped results are never stored.
 #
 # `input_precision` only matters for fp32 operands, and says how the tensor cores may
-# treat them: `"tf32"` rounds each input to tf32 (10 mantissa bits) and does one
-# tensor-core product; `"tf32x3"` splits each input into a tf32 high part and a tf32
-# remainder and does three products, close to fp32 accuracy for about three times the
-# work; `"ieee"` keeps true fp32 and runs on the CUDA cores, not the tensor cores. For
-# fp16 and bf16 it is ignored.
+# treat them: `"tf32"` reduces each input to tf32 (10 mantissa bits instead of 23; Triton's
+# documentation warns that it may truncate rather than round) and does one tensor-core
+# product, which is what cuBLAS does for fp32 under `torch.backends.cuda.matmul.allow_tf32
+# = True`; `"tf32x3"` splits each input into a tf32 high part and a tf32 remainder and
+# does three products, close to fp32 accuracy for about three times the work; `"ieee"`
+# keeps true fp32 and runs on the CUDA cores, not the tensor cores. fp16 and bf16
+# operands ignore it. All fp32 kernels here use `"tf32"`, and are compared with torch
+# under `allow_tf32 = True`; section 4 measures what the other two cost.
 
 # %%
 @triton.jit
@@ -314,10 +323,7 @@ def matmul_tiled_kernel(
                 pid_m, pid_n, BLOCK_M, BLOCK_N, BLOCK_K, INPUT_PRECISION)
 
 
-def input_precision(dtype: torch.dtype) -> str:
-    """``tl.dot`` input_precision for a dtype: "tf32" for fp32 (compared with torch under
-    ``allow_tf32 = True``); fp16/bf16 ignore it, "tf32" is passed for uniformity."""
-    return "tf32"
+FP32_PRECISION = "tf32"  # tl.dot input_precision of every fp32 kernel below (fp16/bf16 ignore it)
 
 
 def fixed_tile(dtype: torch.dtype) -> dict:
@@ -340,7 +346,7 @@ def matmul_tiled(a: torch.Tensor, b: torch.Tensor, precision: str | None = None)
     grid = (triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"]),)
     LAST_KERNEL["tiled"] = matmul_tiled_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0),
                                                      b.stride(1), c.stride(0), c.stride(1),
-                                                     INPUT_PRECISION=precision or input_precision(a.dtype), **cfg)
+                                                     INPUT_PRECISION=precision or FP32_PRECISION, **cfg)
     return c
 
 
@@ -401,7 +407,7 @@ def matmul_grouped(a: torch.Tensor, b: torch.Tensor, precision: str | None = Non
     grid = (triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"]),)
     LAST_KERNEL["grouped"] = matmul_grouped_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0),
                                                          b.stride(1), c.stride(0), c.stride(1), GROUP_SIZE_M=GROUP_SIZE_M,
-                                                         INPUT_PRECISION=precision or input_precision(a.dtype), **cfg)
+                                                         INPUT_PRECISION=precision or FP32_PRECISION, **cfg)
     return c
 
 
@@ -457,8 +463,9 @@ if not CPU:
               f"B is {b_mib:.0f} MiB, {'fits in' if traffic_model[-1]['b_fits_l2'] else 'exceeds'} L2; "
               f"HBM time of row-major reads at the copy rate: {row_major / (ceilings.copy_gbps * 1e6):.3f} ms")
     save_data("traffic_model.csv", traffic_model)
-    print("Prediction: grouping pays only where B exceeds L2 and row-major reads take a sizeable fraction "
-          "of the compute time (8192); below that L2 absorbs the repeats and both orders should tie.")
+    beyond_l2 = [m["n"] for m in traffic_model if not m["b_fits_l2"]]
+    print(f"Prediction: grouping pays only where B exceeds L2 (here n in {beyond_l2}) and the row-major reads "
+          "take a sizeable fraction of the compute time; below that L2 absorbs the repeats and both orders tie.")
 
 # %% [markdown]
 # ### Version 4: autotuned for Hopper
@@ -537,10 +544,10 @@ def matmul_autotuned(a: torch.Tensor, b: torch.Tensor, config: triton.Config | N
     args = (a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
     if config is None:
         grid = lambda META: (triton.cdiv(M, META["BLOCK_M"]) * triton.cdiv(N, META["BLOCK_N"]),)  # noqa: E731
-        LAST_KERNEL["autotuned"] = matmul_autotuned_kernel[grid](*args, INPUT_PRECISION=input_precision(a.dtype))
+        LAST_KERNEL["autotuned"] = matmul_autotuned_kernel[grid](*args, INPUT_PRECISION=FP32_PRECISION)
     else:
         grid = (triton.cdiv(M, config.kwargs["BLOCK_M"]) * triton.cdiv(N, config.kwargs["BLOCK_N"]),)
-        LAST_KERNEL["autotuned"] = matmul_grouped_kernel[grid](*args, INPUT_PRECISION=input_precision(a.dtype),
+        LAST_KERNEL["autotuned"] = matmul_grouped_kernel[grid](*args, INPUT_PRECISION=FP32_PRECISION,
                                                                **_launch_options(config))
     return c
 
@@ -548,7 +555,7 @@ def matmul_autotuned(a: torch.Tensor, b: torch.Tensor, config: triton.Config | N
 # %% [markdown]
 # ### Version 5: persistent, TMA, warp specialization
 #
-# Three changes, each aimed at what still separates version 4 from cuBLAS on Hopper:
+# Four changes, each aimed at what still separates version 4 from cuBLAS on Hopper:
 #
 # - **Persistent grid.** Launch one program per SM (NUM_SMS programs) and let each loop over
 #   tiles `tile_id = pid, pid + NUM_SMS, …` in grouped order. There is no tail of
@@ -569,9 +576,10 @@ def matmul_autotuned(a: torch.Tensor, b: torch.Tensor, config: triton.Config | N
 #   the warps into a producer that only issues TMA loads and consumers that only issue
 #   `wgmma`, handing buffers over through barriers, so neither waits on the other's
 #   instruction stream. On Hopper the compiler specializes this loop only without loop
-#   flattening, without the epilogue subtile and with `num_warps = 4` (it adds the consumer
-#   warp groups itself); with 8 warps it quietly falls back to software pipelining. So the
-#   check below reads the compiled kernel rather than trusting the flag.
+#   flattening, without the epilogue subtile and with `num_warps = 4` (it adds a producer
+#   and a second consumer warp group itself, 12 warps in all); with 8 warps it quietly falls
+#   back to software pipelining. So the check below reads the compiled kernel rather than
+#   trusting the flag.
 # - **Epilogue subtile.** The fp32 accumulator is split in two BLOCK_M × BLOCK_N/2 halves
 #   that are converted and stored one after the other, halving the shared memory the store
 #   stages through, which leaves room for another pipeline stage.
@@ -625,9 +633,10 @@ if CPU:
 else:
     # Shared memory per program = num_stages * (BLOCK_M + BLOCK_N) * BLOCK_K * e, plus the C tile the
     # store stages through; 128x256 fp32 fits only with 3 stages and the subtile (144 + 64 KB).
-    # With warp specialization, Hopper needs num_warps=4 (one consumer warp group per 64 rows is
-    # added by the compiler); with 8 warps it falls back to software pipelining. Those configs come
-    # last, without the subtile, and are the only ones kept under WARP_SPECIALIZE.
+    # With warp specialization, Hopper needs num_warps=4: the compiler adds the producer and a second
+    # consumer warp group itself (12 warps in the compiled kernel); with 8 warps it falls back to
+    # software pipelining. Those configs come last, without the subtile, and are the only ones kept
+    # under WARP_SPECIALIZE.
     PERSISTENT_CONFIGS = (
         _hopper_configs([(128, 256, 64)], [(3, 8), (4, 8)], {"EPILOGUE_SUBTILE": True})
         + _hopper_configs([(128, 256, 32)], [(3, 8)], {"EPILOGUE_SUBTILE": True})
@@ -670,8 +679,8 @@ def matmul_persistent(a: torch.Tensor, b: torch.Tensor, warp_specialize: bool = 
     align = 16 // a.element_size()
     c = torch.empty((M, triton.cdiv(N, align) * align), device=a.device, dtype=a.dtype)  # rows padded for TMA
     args = (a_rows, w_rows, c, M, N, K, a_rows.stride(0), w_rows.stride(0), c.stride(0))
-    flags = dict(INPUT_PRECISION=input_precision(a.dtype), NUM_SMS=NUM_SMS, WARP_SPECIALIZE=warp_specialize,
-                 FLATTEN=not warp_specialize)  # Triton 3.6 does not flatten a warp-specialized loop on Hopper
+    flags = dict(INPUT_PRECISION=FP32_PRECISION, NUM_SMS=NUM_SMS, WARP_SPECIALIZE=warp_specialize,
+                 FLATTEN=not warp_specialize)  # Hopper warp specialization needs an unflattened loop
     if config is None:
         grid = lambda META: (min(NUM_SMS, triton.cdiv(M, META["BLOCK_M"]) * triton.cdiv(N, META["BLOCK_N"])),)  # noqa: E731
         kernel = matmul_persistent_tuned[grid](*args, **flags)
@@ -697,8 +706,9 @@ def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
 
 
 # Relative-error bounds against an fp64 reference: output rounding dominates for bf16 (8 mantissa
-# bits) and fp16 (11); tf32 rounds the inputs to 11 bits; fp32 is the interpreter's exact fp32 dot.
+# bits) and fp16 (11); tf32 cuts the inputs to 11 bits; fp32 is the interpreter's fp32 dot.
 TOL = {"bf16": 1e-2, "fp16": 2e-3, "tf32": 5e-3, "fp32": 1e-5}
+
 
 def compiled_features(kernel) -> dict:
     """What the compiler made of one launch, read from its PTX and TTGIR: tensor-core ``wgmma``,
@@ -714,7 +724,7 @@ def compiled_features(kernel) -> dict:
 
 
 def features_label(feats: dict) -> str:
-    """e.g. ``wgmma+tma+ws 208 KiB``: the features of :func:`compiled_features` that are on."""
+    """e.g. ``wgmma+tma+ws 209 KiB w12``: the features of :func:`compiled_features` that are on."""
     if not feats:
         return ""
     on = [name for key, name in (("wgmma", "wgmma"), ("tma", "tma"), ("cp_async", "cp.async"),
@@ -749,7 +759,8 @@ for dtype_name, dtype in DTYPES.items():
             else:
                 ok, why = True, f"warp-specialized partitions in the compiled kernel, {config}, error {err:.1e}"
         except Exception as exc:  # noqa: BLE001 -- printed below, and the variant is left out
-            ok, why = False, f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ''}"
+            message = str(exc).strip().splitlines() or [""]
+            ok, why = False, f"{type(exc).__name__}: {message[0][:300]}"
     features["warp_specialize"][dtype_name] = {"on": ok, "why": why}
     print(f"warp specialization ({dtype_name}): {'on' if ok else 'OFF'} -- {why}")
 save_data("features", features)
@@ -766,9 +777,9 @@ def ws_on(dtype_name: str) -> bool:
 # (1000 × 1023 × 517 on the GPU; tiny ones such as 67 × 45 × 33 in CPU mode), on random
 # normal inputs, reporting ‖out − ref‖ / ‖ref‖. `torch.matmul`'s own error at the same
 # dtype is printed next to ours for scale. The autotuned and persistent versions run here
-# with one fixed configuration each (the smallest tiles their pruning keeps); the benchmark below
-# additionally checks every tuned configuration against `torch.matmul` at every size before
-# timing it.
+# with one fixed configuration each (the smallest tiles their pruning keeps); the benchmark
+# below also checks the configuration the autotuner picks, against `torch.matmul`, at every
+# size before timing it.
 
 # %%
 VARIANTS = {
@@ -784,7 +795,7 @@ CHECK_SHAPES = [(67, 45, 33), (129, 67, 70)] if CPU else [(1000, 1023, 517)]
 
 
 def fixed_config_variant(name: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Run variant ``name`` on (a, b), with the first pruned configuration for tuned ones."""
+    """Run variant ``name`` on (a, b); tuned ones with :func:`check_config` (their smallest tiles)."""
     if name == "autotuned":
         return matmul_autotuned(a, b, config=check_config(AUTOTUNE_CONFIGS, a))
     if name.startswith("persistent"):
@@ -809,10 +820,10 @@ for M, N, K in CHECK_SHAPES:
         w = torch.randn(N, K, device=DEVICE, dtype=dtype)
         b = w.T  # (K, N) view of a row-major (N, K) weight
         ref = a.double() @ b.double()  # (M, N) fp64 reference
-        results = {name: rel_err(fixed_config_variant(name, a, b), ref) for name in variant_names(dtype_name)}
+        errors = {name: rel_err(fixed_config_variant(name, a, b), ref) for name in variant_names(dtype_name)}
         if not CPU:
-            results[TORCH] = rel_err(torch.matmul(a, b), ref)
-        for name, err in results.items():
+            errors[TORCH] = rel_err(torch.matmul(a, b), ref)
+        for name, err in errors.items():
             correctness.append({"M": M, "N": N, "K": K, "dtype": dtype_name, "variant": name, "rel_err": err,
                                 "tol": TOL[dtype_name]})
             print(f"{M}x{N}x{K} {dtype_name:4} {name:18} ‖out−ref‖/‖ref‖ = {err:.2e}  (bound {TOL[dtype_name]:.0e})")
@@ -1073,13 +1084,14 @@ else:
 # The numbers in this section are computed from this run's measurements.
 #
 # - **Naive → tiled.** The naive kernel rereads B once per output row and does its
-#   multiply-adds on the CUDA cores; tiling cuts operand traffic by the tile width and moves
-#   the math to the tensor cores, so the jump is the largest of the progression.
+#   multiply-adds on the CUDA cores; tiling cuts B traffic by BLOCK_M and moves the math to
+#   the tensor cores, so this should be the largest step of the progression.
 # - **Tiled → grouped.** The same tiles in another order: any difference is L2 hit rate.
 #   The traffic model above predicts where it can matter (operands larger than L2).
-# - **Grouped → autotuned.** Bigger tiles (128×256) halve the shared-memory reads per FLOP
-#   against 128×128, and deeper pipelines hide more latency; small sizes prefer smaller
-#   tiles that keep all SMs busy.
+# - **Grouped → autotuned.** Operand loads per FLOP scale as (BLOCK_M + BLOCK_N) ÷
+#   (BLOCK_M · BLOCK_N), so a 128×256 tile loads a quarter less per FLOP than a 128×128 one,
+#   and deeper pipelines hide more latency; small sizes prefer smaller tiles that keep all
+#   SMs busy.
 # - **Autotuned → persistent + TMA.** TMA takes address generation off the warps that feed
 #   the tensor cores; persistence overlaps each tile's epilogue with the next tile's loads.
 #   Warp specialization, where it compiled, goes further by giving loads and math separate
