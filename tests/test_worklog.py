@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from worklog_gen.authoring import append_entry
 from worklog_gen.worklog import (
     Diagnostic,
     Entry,
@@ -23,7 +24,6 @@ from worklog_gen.worklog import (
     Link,
     TaskStatus,
     Worklog,
-    append_entry,
     count_words,
     format_header,
     header_style,

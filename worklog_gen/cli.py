@@ -81,7 +81,7 @@ def new(path: Path | None, day: dt.datetime | None, config_file: Path) -> None:
 
     PATH is the log file; with none, the configured worklog (the newest file in a folder).
     """
-    from worklog_gen.worklog import append_entry
+    from worklog_gen.authoring import append_entry
 
     cfg, root = _config(config_file)
     target = path or root / cfg.worklog_dir

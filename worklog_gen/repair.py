@@ -4,7 +4,7 @@ Exports of a log (copied from a web page, saved by another editor, run through a
 static site generator) arrive damaged in a few known ways. Each repair here keeps
 the text's line structure (the same number of lines, in the same order), so that
 line numbers in diagnostics and in the parsed entries point at the author's file,
-and each one reports a warning :class:`~worklog_gen.worklog.Diagnostic` naming
+and each one reports a warning :class:`~worklog_gen.model.Diagnostic` naming
 ``file:line``. No repair drops text.
 
 * **Bytes that are not UTF-8** (:func:`decode_bytes`): decoded as UTF-16 when a
@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 
 import ftfy
 
-from worklog_gen.worklog import Diagnostic
+from worklog_gen.model import Diagnostic
 
 # ftfy with every fixer off except those that undo a wrong decoding. The author's
 # own characters (curly quotes, "ﬃ", full-width forms, NFC/NFD) must survive.

@@ -1,0 +1,152 @@
+"""Header lines of a T-minus worklog: finding them, reading their date and countdown,
+inferring the month/day order, and writing new ones in a log's own style.
+
+A header line holds only a date and a countdown in parentheses:
+``12/09/25 (T - 154)``, ``12/10/2025 (T-153)``, ``12/18/2025 (T – 145)`` (any dash,
+any spacing, ``T + 3`` for three days past the target), optionally as a markdown
+heading (``## 12/09/25 (T - 154)``) or with an ISO date (``2025-12-09 (T - 154)``).
+The date fields may be separated by ``/``, ``.`` or ``-``; a two-digit year means
+20yy. The *countdown* is the number of days left to the *target date*, so
+``target_date = date + countdown``.
+
+**Month/day order** (``date_order="auto"``) is inferred from all header lines read
+together: a first field above 12 anywhere means day-first, a second field above 12
+means month-first, both is an error diagnostic (then month-first); with no evidence,
+month-first.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from worklog_gen.model import DateOrder, Diagnostic
+
+HEADER_RE = re.compile(
+    r"^(?P<prefix>[ ]{0,3}(?:\#{1,6}[ \t]+)?)"
+    r"(?P<date>(?P<iy>\d{4})-(?P<im>\d{1,2})-(?P<id>\d{1,2})"
+    r"|(?P<f1>\d{1,2})(?P<dsep>[/.\-])(?P<f2>\d{1,2})(?P=dsep)(?P<year>\d{4}|\d{2}))"
+    r"[ \t]*\([ \t]*(?P<t>[Tt])(?P<csep>[ \t]*[-\u2010-\u2015\u2212+][ \t]*)(?P<n>\d{1,5})"
+    r"(?:[ \t]*[Dd]ays?)?[ \t]*\)[ \t]*(?:\#+[ \t]*)?$",
+    re.MULTILINE,
+)
+"""A header-shaped line; the date may still be invalid (see :func:`header_date`)."""
+
+HEADER_HINT = re.compile(r"\([ \t]*[Tt][ \t]*[-\u2010-\u2015\u2212+]")
+"""What every header line holds; searched for first because it is much faster to find
+than :data:`HEADER_RE` (use :func:`re.Pattern.search`, then match :data:`HEADER_RE`)."""
+
+
+@dataclass(frozen=True)
+class HeaderStyle:
+    """How a log writes its header lines, so that a new one matches the last."""
+
+    order: Literal["mdy", "dmy", "ymd"] = "mdy"
+    year_digits: Literal[2, 4] = 2
+    zero_pad: bool = True
+    date_sep: str = "/"
+    countdown_sep: str = " - "
+    """Text between ``T`` and the number (``" - "``, ``"-"``, ``" – "``)."""
+    prefix: str = ""
+    """Markdown heading marker, such as ``"## "``."""
+
+
+def header_style(header: str, order: Literal["mdy", "dmy"] = "mdy") -> HeaderStyle:
+    """The :class:`HeaderStyle` of a header line read with month/day ``order``.
+
+    Raises:
+        ValueError: ``header`` is not a header line.
+    """
+    m = HEADER_RE.match(header)
+    if m is None:
+        raise ValueError(f"not a header line: {header!r}")
+    sep = m["csep"].replace("+", "-")
+    if m["iy"]:
+        pad = len(m["im"]) == 2 or len(m["id"]) == 2
+        return HeaderStyle("ymd", 4, pad, "-", sep, m["prefix"])
+    fields = (m["f1"], m["f2"])
+    pad = not any(len(f) == 1 for f in fields)
+    return HeaderStyle(order, 4 if len(m["year"]) == 4 else 2, pad, m["dsep"], sep, m["prefix"])
+
+
+def format_header(date: dt.date, countdown: int, *, style: HeaderStyle = HeaderStyle()) -> str:
+    """A header line for ``date`` with ``countdown`` days to the target date.
+
+    ``format_header(dt.date(2025, 12, 9), 154)`` is ``"12/09/25 (T - 154)"``; a
+    negative countdown (past the target) is written ``T + n``.
+    """
+    width = 2 if style.zero_pad else 1
+    day, month = f"{date.day:0{width}d}", f"{date.month:0{width}d}"
+    year = f"{date.year:04d}" if style.year_digits == 4 else f"{date.year % 100:02d}"
+    if style.order == "ymd":
+        text = f"{date.year:04d}-{month}-{day}"
+    elif style.order == "dmy":
+        text = style.date_sep.join((day, month, year))
+    else:
+        text = style.date_sep.join((month, day, year))
+    sep = style.countdown_sep
+    if countdown < 0:
+        sep = re.sub(r"[-\u2010-\u2015\u2212]", "+", sep) if re.search(r"[-\u2010-\u2015\u2212]", sep) else " + "
+    return f"{style.prefix}{text} (T{sep}{abs(countdown)})"
+
+
+def header_date(m: re.Match, order: Literal["mdy", "dmy"]) -> dt.date:
+    """The date of a :data:`HEADER_RE` match read with month/day ``order``.
+
+    Raises:
+        ValueError: no such date (``02/30/2025``), naming the reason.
+    """
+    if m["iy"]:
+        return dt.date(int(m["iy"]), int(m["im"]), int(m["id"]))
+    a, b, year = int(m["f1"]), int(m["f2"]), int(m["year"])
+    if len(m["year"]) == 2:
+        year += 2000
+    month, day = (a, b) if order == "mdy" else (b, a)
+    return dt.date(year, month, day)
+
+
+def header_countdown(m: re.Match) -> int:
+    """The countdown of a :data:`HEADER_RE` match; negative for ``T + n``."""
+    n = int(m["n"])
+    return -n if "+" in m["csep"] else n
+
+
+
+def infer_date_order(
+    header_lines: Iterable[tuple[str, int, re.Match]], date_order: DateOrder = "auto"
+) -> tuple[Literal["mdy", "dmy"], list[Diagnostic]]:
+    """Month/day order for ``header_lines`` (see the module docstring).
+
+    ``header_lines`` holds ``(path, line_index, match)`` per header-shaped line, in
+    file and line order: ``line_index`` is 0-based, ``match`` a :data:`HEADER_RE` match.
+    ``date_order`` ``"mdy"`` or ``"dmy"`` is returned as given. Returns the order and,
+    when the lines contradict each other, an error diagnostic at the first line that
+    disagrees with an earlier one.
+
+    Raises:
+        ValueError: ``date_order`` is not ``"auto"``, ``"mdy"`` or ``"dmy"``.
+    """
+    if date_order in ("mdy", "dmy"):
+        return date_order, []
+    if date_order != "auto":
+        raise ValueError(f"date_order must be 'auto', 'mdy' or 'dmy', not {date_order!r}")
+    first: dict[str, tuple[str, int, str]] = {}
+    for path, i, m in header_lines:
+        if m["iy"]:
+            continue
+        a, b = int(m["f1"]), int(m["f2"])
+        kind = "dmy" if a > 12 >= b else "mdy" if b > 12 >= a else None
+        if kind and kind not in first:
+            first[kind] = (path, i + 1, m["date"])
+    if len(first) == 2:
+        (k1, (p1, l1, d1)), (k2, (p2, l2, d2)) = sorted(first.items(), key=lambda kv: kv[1][:2])
+        words = {"mdy": "month-first", "dmy": "day-first"}
+        msg = (
+            f"contradictory month/day order: {d2} is {words[k2]}, but {d1} at {p1}:{l1} is "
+            f"{words[k1]}; reading dates month-first (set date_order to choose)"
+        )
+        return "mdy", [Diagnostic(p2, l2, msg, "error", "date-order")]
+    return ("dmy" if "dmy" in first else "mdy"), []

@@ -1,0 +1,130 @@
+"""Tasks: lines of an entry that report work, with a status marker.
+
+A line (outside code blocks) is a task when it carries a *status marker*:
+
+* ``Done`` is a marker when it stands as its own clause: after `` - `` (a dash with
+  a space before it), ``;``, ``.``, ``!``, ``(`` or ``->``, and followed by the end
+  of the line or by ``;`` ``.`` ``,`` ``!`` ``)``. So ``... advice - Done``,
+  ``Finish Einsum today; - Done``, ``mid-term; Done.``, ``format. Done;``,
+  ``Kafka. (Done, edits pending)`` are done, while ``Done two dry runs, ...``,
+  ``Done with pre-midterm``, ``Presentation done and did well`` and ``I have done
+  two dry runs`` are prose.
+* ``Next`` is a *carried* marker in the same positions, but not before a comma
+  (``Next, MatMul in Triton`` and ``Next:`` start sentences; ``- Next;`` is a marker).
+* ``-> Tmr``, ``->Tmr`` (also ``→``, ``Tomorrow``) is carried.
+* A GitHub checkbox ``- [ ]`` is open, ``- [x]`` done.
+
+Markers are case-insensitive. When a line has several, the last one wins
+(``First learn, and then finish this. - Next; - Done;`` is done). :attr:`Task.text`
+is the line without its list marker or checkbox and without the chain of markers
+at its end (``Finish Einsum today; - Done`` gives ``Finish Einsum today``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+
+from worklog_gen.model import Task, TaskStatus
+from worklog_gen.repair import LineIndex
+
+_MARKER_STATUS = {
+    "done": TaskStatus.DONE,
+    "next": TaskStatus.CARRIED,
+    "tmr": TaskStatus.CARRIED,
+    "tomorrow": TaskStatus.CARRIED,
+}
+_TASK_WORDS = (*_MARKER_STATUS, "[ ]", "[x]")
+"""Lower-case strings one of which every task line holds."""
+_LIST_PREFIX = re.compile(r"^[ \t]*(?:>[ \t]?)*(?:(?:[-+*]|\d{1,9}[.)])[ \t]+)?")
+_CHECKBOX = re.compile(r"^\[(?P<mark>[ xX])\](?:[ \t]+|$)")
+
+
+def status_markers(text: str) -> list[tuple[int, int, TaskStatus]]:
+    """The status markers in ``text`` as ``(start, end, status)``, in order.
+
+    ``start`` includes the separator before the marker word (`` - ``, ``;``, ``(``,
+    ``->``), ``end`` is the end of the word. The rules are in the module docstring.
+    """
+    low = text.lower()
+    found = []
+    for word, status in _MARKER_STATUS.items():
+        p = low.find(word)
+        while p != -1:
+            start = _marker_start(text, p, word)
+            if start is not None:
+                found.append((start, p + len(word), status))
+            p = low.find(word, p + 1)
+    found.sort()
+    return found
+
+
+def _marker_start(text: str, p: int, word: str) -> int | None:
+    """Start of the marker whose word ``word`` is at ``text[p:]``, with its separator; ``None`` if it is prose."""
+    q = p + len(word)
+    while q < len(text) and text[q] in " \t":
+        q += 1
+    if q < len(text) and text[q] not in (";.!)" if word == "next" else ";.,!)"):
+        return None
+    s = p
+    while s > 0 and text[s - 1] in " \t":
+        s -= 1
+    if s == 0:
+        return None
+    c = text[s - 1]
+    if c == "\u2192":
+        return s - 1
+    if c == ">" and text[s - 2 : s] == "->":
+        return s - 2
+    if word in ("tmr", "tomorrow"):
+        return None
+    if c in ";.!(":
+        return s - 1
+    if c in "-\u2013\u2014" and s >= 2 and text[s - 2].isspace():
+        return s - 1
+    return None
+
+
+def parse_task(line: str, lineno: int = 0) -> Task | None:
+    """The task a line reports, or ``None`` when it has no status marker or checkbox.
+
+    See the module docstring for the markers. ``lineno`` is stored as :attr:`Task.line`.
+    """
+    prefix = _LIST_PREFIX.match(line)
+    rest = line[prefix.end() :] if prefix else line
+    status = None
+    box = _CHECKBOX.match(rest) if prefix and prefix.group().strip() else None
+    if box:
+        status = TaskStatus.OPEN if box["mark"] == " " else TaskStatus.DONE
+        rest = rest[box.end() :]
+    markers = status_markers(rest)
+    if markers:
+        status = markers[-1][2]
+    if status is None:
+        return None
+    # Strip the chain of markers that ends the line.
+    while markers and not rest[markers[-1][1] :].strip(" \t;.,!)"):
+        rest = rest[: markers[-1][0]]
+        markers.pop()
+    text = rest.rstrip(" \t;,-\u2013\u2014")
+    if not text.strip():
+        return None
+    return Task(text.strip(), status, lineno)
+
+
+def entry_tasks(
+    lines: list[str], bodies: list[tuple[int, int]], skip: set[int], index: LineIndex
+) -> list[list[Task]]:
+    """The tasks of each entry body ``lines[first:stop]``, ``(first, stop)`` in ``bodies``
+    (0-based, sorted, not overlapping), in line order; lines in ``skip`` (code) are not
+    tasks. ``index`` is a :class:`worklog_gen.repair.LineIndex` of ``lines``."""
+    found: list[list[Task]] = [[] for _ in bodies]
+    starts = [first for first, _ in bodies]
+    for i in index.lower().containing(_TASK_WORDS):
+        k = bisect.bisect_right(starts, i) - 1
+        if k < 0 or i >= bodies[k][1] or i in skip:
+            continue
+        task = parse_task(lines[i], i + 1)
+        if task is not None:
+            found[k].append(task)
+    return found
