@@ -7,6 +7,8 @@
   keep the number of lines.
 * The fast path (one markdown-it-py parse per file, plain text counted directly)
   finds the same links, tasks and words as parsing every entry on its own in full.
+* The scanner's inline parser (text stops only where an enabled rule can start)
+  gives the same tokens as markdown-it-py's stock one.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ import re
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from markdown_it import MarkdownIt
 
+from worklog_gen.markdown_scan import _markdown
 from worklog_gen.repair import repair_text
 from worklog_gen.worklog import HEADER_RE, _parse_texts, parse
 
@@ -120,3 +124,19 @@ def test_fast_path_equals_full_parse(bodies):
         return [(e.line, e.words, e.links, e.tasks) for e in log.entries]
 
     assert found(fast) == found(full)
+
+
+def _inline_tokens(md: MarkdownIt, text: str) -> list[tuple]:
+    tokens = md.inline.parse(text, md, {"references": {"R": {"href": "https://r.org", "title": ""}}}, [])
+    return [(t.type, t.tag, t.nesting, t.content, t.markup, t.attrs) for t in tokens]
+
+
+@SETTINGS
+@given(st.lists(st.one_of(words, st.text(max_size=6), st.sampled_from(["\n", "  \n", "-", ":", "+", "=", "#"])), max_size=12))
+def test_inline_parser_gives_the_stock_tokens(pieces):
+    text = " ".join(pieces)
+    stock = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+    stock.normalizeLink = stock.normalizeLinkText = lambda url: url
+    ours = _markdown()
+    assert ours.inline.terminator_re.pattern != stock.inline.terminator_re.pattern
+    assert _inline_tokens(ours, text) == _inline_tokens(stock, text)

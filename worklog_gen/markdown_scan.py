@@ -24,6 +24,7 @@ full: the reference the fast path is tested against.
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 from markdown_it import MarkdownIt
@@ -38,6 +39,21 @@ _SEPARATOR = ["", "***", ""]
 list or quote before it, so that each unit is read as at the left margin."""
 _CONTAINER_TOKENS = frozenset({"bullet_list_open", "ordered_list_open", "list_item_open", "blockquote_open"})
 _CODE_TOKENS = frozenset({"fence", "code_block", "html_block"})
+_RULE_CHARS = {
+    "text": "",
+    "newline": "\n",
+    "escape": "\\",
+    "backticks": "`",
+    "strikethrough": "~",
+    "emphasis": "*_",
+    "link": "[]",  # "]" too: the link label's end, found between skipped tokens
+    "image": "!",
+    "autolink": "<",
+    "html_inline": "<",
+    "entity": "&",
+}
+"""The characters at which each inline rule of the parser can start (markdown-it-py's
+``rules_inline``); the ``text`` rule skips every other character at C speed."""
 
 
 class Scan(NamedTuple):
@@ -200,6 +216,15 @@ def _markdown() -> MarkdownIt:
     md.normalizeLinkText = lambda url: url
     for name in ("link", "autolink"):
         md.inline.ruler.at(name, _positioned(_rule(md.inline.ruler, name)))
+    # markdown-it-py stops plain text at 23 characters, some of them only for plugins
+    # ("reserved for extensions": "-", ":", "+", "=", ...), and at each of those tries
+    # every rule in turn. Stop only where an enabled rule can start: the same tokens,
+    # about twice as fast on prose with dashes and colons. Rules not in _RULE_CHARS
+    # keep the default set.
+    active = md.get_active_rules()["inline"]
+    if set(active) <= set(_RULE_CHARS):
+        chars = "".join(sorted(set("".join(_RULE_CHARS[name] for name in active))))
+        md.inline.terminator_re = re.compile(f"[{re.escape(chars)}]")
     md.block.ruler.at("reference", _per_entry_references(_rule(md.block.ruler, "reference")), {"alt": []})
     _MD = md
     return md
