@@ -38,9 +38,15 @@ def _config(config_file: Path):
 
 
 def _worklog_paths(paths: tuple[Path, ...], cfg, root: Path) -> list[Path]:
+    """The PATHs given, else the configured worklog, relative to the current folder
+    when it lies below it (messages and the export then name ``worklog/log.md:12``)."""
     if paths:
         return list(paths)
-    return [root / cfg.worklog_dir]
+    configured = root / cfg.worklog_dir
+    try:
+        return [configured.relative_to(Path.cwd())]
+    except ValueError:
+        return [configured]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
