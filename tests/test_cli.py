@@ -1,0 +1,122 @@
+"""The ``worklog-gen`` command line, end to end through click's runner."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import REAL_LOG, REPO
+from worklog_gen.cli import main
+
+needs_real_log = pytest.mark.skipif(not REAL_LOG.exists(), reason="the shared real log is not beside the repo")
+
+
+def run(*args, cwd=None, **kwargs):
+    runner = CliRunner()
+    if cwd is None:
+        return runner.invoke(main, list(map(str, args)), **kwargs)
+    with runner.isolated_filesystem(temp_dir=cwd):
+        return runner.invoke(main, list(map(str, args)), **kwargs)
+
+
+@needs_real_log
+def test_export_json_of_the_real_log():
+    result = run("export", "--format", "json", REAL_LOG, "-f", REPO / "mkdocs.yml")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    entries = data["entries"]
+    assert data["target_date"] == "2026-05-12"
+    assert [e["date"] for e in entries] == [f"2025-12-{d:02d}" for d in range(9, 21)]
+    assert [e["countdown"] for e in entries] == list(range(154, 142, -1))
+    assert sum(len(e["links"]) for e in entries) == 24
+    assert entries[0]["url"] == "worklog/2025-12-09/"
+    assert entries[0]["source"].endswith("tminus-worklog.md:27")
+    assert entries[0]["links"][0] == {
+        "title": "Making Deep Learning Go Brrrr From First Principles",
+        "url": "https://horace.io/brrr_intro.html",
+    }
+    assert set(entries[0]) == {"date", "countdown", "url", "source", "links", "tasks", "topics", "words"}
+    statuses = {t["status"] for e in entries for t in e["tasks"]}
+    assert statuses <= {"done", "carried", "open"} and "done" in statuses and "carried" in statuses
+    # 12/13 reads a Triton matmul post: the project's topics apply to any log.
+    by_date = {e["date"]: e for e in entries}
+    assert "tiled-matmul" in by_date["2025-12-13"]["topics"]
+    assert all(e["words"] > 0 for e in entries)
+
+
+@needs_real_log
+def test_export_markdown_keeps_every_entry():
+    result = run("export", "--format", "markdown", REAL_LOG, "-f", REPO / "mkdocs.yml")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.count("\n## 2025-12-") == 12
+    assert "[Making Deep Learning Go Brrrr From First Principles](https://horace.io/brrr_intro.html)" in result.stdout
+
+
+def test_export_without_path_reads_the_configured_worklog(tmp_path, monkeypatch):
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "log.md").write_text("12/09/25 (T - 3)\nRead [a](https://a.org/x).\n")
+    (tmp_path / "mkdocs.yml").write_text("site_name: t\nplugins:\n  - worklog:\n      worklog_dir: logs\n")
+    monkeypatch.chdir(tmp_path)
+    result = run("export")
+    assert result.exit_code == 0, result.output
+    (entry,) = json.loads(result.stdout)["entries"]
+    assert entry["source"] == "logs/log.md:1"  # relative, not a machine path
+    assert entry["links"] == [{"title": "a", "url": "https://a.org/x"}]
+
+
+def test_new_appends_todays_header_with_the_countdown(tmp_path, monkeypatch):
+    log = tmp_path / "log.md"
+    log.write_text("12/09/25 (T - 10)\nfirst day\n")
+    monkeypatch.chdir(tmp_path)
+    result = run("new", log, "--date", "2025-12-12")
+    assert result.exit_code == 0, result.output
+    assert log.read_text().endswith("first day\n\n12/12/25 (T - 7)\n")
+    again = run("new", log, "--date", "2025-12-12")
+    assert again.exit_code != 0 and "2025-12-12" in again.output
+    assert log.read_text().count("12/12/25") == 1  # nothing appended twice
+
+
+def test_check_exits_1_on_errors_with_file_and_line(tmp_path, monkeypatch):
+    log = tmp_path / "log.md"
+    log.write_text(
+        "12/09/25 (T - 10)\nok\n\n02/30/2025 (T - 9)\nnot a date\n\n12/11/25 (T - 2)\noff target\n\n"
+        "12/12/25 (T - 7)\nok\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    result = run("check", log)
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    assert any(line.startswith(f"{log}:4: error:") for line in lines), lines
+    assert any(line.startswith(f"{log}:7: error:") for line in lines), lines
+
+
+@needs_real_log
+def test_check_passes_on_the_real_log():
+    result = run("check", REAL_LOG, "-f", REPO / "mkdocs.yml")
+    assert result.exit_code == 0, result.output
+
+
+def test_status_json_names_every_configured_topic(monkeypatch):
+    monkeypatch.chdir(REPO)
+    result = run("status", "--json")
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)["notebooks"]
+    assert [r["topic"] for r in rows] == ["vector-add", "tiled-matmul", "online-softmax"]
+    for row in rows:
+        assert set(row) == {"topic", "path", "state", "gpu", "executed_at", "headline"}
+        assert row["state"] in {"fresh", "stale", "missing", "failed"}
+        if row["state"] != "missing":
+            dt.datetime.fromisoformat(row["executed_at"].replace("Z", "+00:00"))
+            assert all(isinstance(v, (int, float)) for v in row["headline"].values())
+
+
+def test_bad_plugin_options_are_a_clear_error(tmp_path, monkeypatch):
+    (tmp_path / "mkdocs.yml").write_text("site_name: t\nplugins:\n  - worklog:\n      date_order: ymd\n")
+    monkeypatch.chdir(tmp_path)
+    result = run("export")
+    assert result.exit_code != 0
+    assert "mkdocs.yml" in result.output and "date_order" in result.output
