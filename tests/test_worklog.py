@@ -296,11 +296,15 @@ def test_link_keeps_the_authors_url_and_domain():
         ("- [ ] Profile with Nsight", "Profile with Nsight", TaskStatus.OPEN),
         ("- [x] Tiled GEMM", "Tiled GEMM", TaskStatus.DONE),
         ("- [ ] Tiled GEMM - Done", "Tiled GEMM", TaskStatus.DONE),
+        ("\u0130stanbul talk slides - DONE", "\u0130stanbul talk slides", TaskStatus.DONE),  # "İ".lower() is 2 chars
+        ("- [X] Tiled GEMM", "Tiled GEMM", TaskStatus.DONE),
     ],
 )
 def test_task_markers(line, text, status):
     task = parse_task(line, 7)
     assert (task.text, task.status, task.line) == (text, status, 7)
+    (entry,) = parse(f"12/09/25 (T - 154)\n\nCaf\u00e9 \u2192 notes.\n{line}\n").entries
+    assert [(t.text, t.status, t.line) for t in entry.tasks] == [(text, status, 4)]
 
 
 @pytest.mark.parametrize(

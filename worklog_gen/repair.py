@@ -367,9 +367,14 @@ def _changed_words(before: str, after: str) -> tuple[str, str]:
 
 class LineIndex:
     """``lines`` joined, with each line's start offset, to find lines with ``str.find``
-    and ``re`` at C speed instead of testing each line in Python."""
+    and ``re`` at C speed instead of testing each line in Python.
 
-    def __init__(self, lines: list[str], *, text: str | None = None, starts: list[int] | None = None) -> None:
+    ``text`` (``"\\n".join(lines)``) and ``starts`` may be given when the caller has them.
+    """
+
+    def __init__(
+        self, lines: list[str], *, text: str | bytes | None = None, starts: list[int] | None = None
+    ) -> None:
         self.lines = lines
         self.text = "\n".join(lines) if text is None else text
         self.starts = [0, *itertools.accumulate(map((1).__add__, map(len, lines)))] if starts is None else starts
@@ -383,11 +388,27 @@ class LineIndex:
             low = "\n".join(line.lower() if len(line.lower()) == len(line) else line for line in self.lines)
         return LineIndex(self.lines, text=low, starts=self.starts)
 
+    def ascii_lower(self) -> LineIndex:
+        """The same index over the lines as UTF-8 bytes with the ASCII letters lower-cased
+        (search it with ``bytes`` needles and patterns; offsets count bytes).
+
+        Much faster than :meth:`lower` on text that is not all ASCII, and exact for
+        needles of ASCII letters: no other character lower-cases to one of ``a``-``z``
+        but ``K`` (U+212A KELVIN SIGN, to ``k``) and ``İ`` (U+0130, to ``i`` and a
+        combining dot), which are left as they are.
+        """
+        data = self.text.encode("utf-8", "surrogatepass").lower()
+        starts = self.starts
+        if len(data) != len(self.text):
+            sizes = (len(line) if line.isascii() else len(line.encode("utf-8", "surrogatepass")) for line in self.lines)
+            starts = [0, *itertools.accumulate(map((1).__add__, sizes))]
+        return LineIndex(self.lines, text=data, starts=starts)
+
     def line_of(self, pos: int) -> int:
         """0-based index of the line holding offset ``pos``."""
         return bisect.bisect_right(self.starts, pos) - 1
 
-    def containing(self, needles: Sequence[str]) -> list[int]:
+    def containing(self, needles: Sequence[str] | Sequence[bytes]) -> list[int]:
         """Sorted indices of the lines holding any of ``needles``."""
         found: set[int] = set()
         for needle in needles:

@@ -34,8 +34,8 @@ _MARKER_STATUS = {
     "tmr": TaskStatus.CARRIED,
     "tomorrow": TaskStatus.CARRIED,
 }
-_TASK_WORDS = (*_MARKER_STATUS, "[ ]", "[x]")
-"""Lower-case strings one of which every task line holds."""
+_TASK_WORDS = tuple(word.encode() for word in (*_MARKER_STATUS, "[ ]", "[x]"))
+"""Lower-case ASCII strings one of which every task line holds (lower-cased)."""
 _LIST_PREFIX = re.compile(r"^[ \t]*(?:>[ \t]?)*(?:(?:[-+*]|\d{1,9}[.)])[ \t]+)?")
 _CHECKBOX = re.compile(r"^\[(?P<mark>[ xX])\](?:[ \t]+|$)")
 
@@ -47,6 +47,8 @@ def status_markers(text: str) -> list[tuple[int, int, TaskStatus]]:
     ``->``), ``end`` is the end of the word. The rules are in the module docstring.
     """
     low = text.lower()
+    if len(low) != len(text):  # "İ".lower() is two characters: keep offsets aligned
+        low = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
     found = []
     for word, status in _MARKER_STATUS.items():
         p = low.find(word)
@@ -120,7 +122,7 @@ def entry_tasks(
     tasks. ``index`` is a :class:`worklog_gen.repair.LineIndex` of ``lines``."""
     found: list[list[Task]] = [[] for _ in bodies]
     starts = [first for first, _ in bodies]
-    for i in index.lower().containing(_TASK_WORDS):
+    for i in index.ascii_lower().containing(_TASK_WORDS):
         k = bisect.bisect_right(starts, i) - 1
         if k < 0 or i >= bodies[k][1] or i in skip:
             continue
