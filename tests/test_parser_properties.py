@@ -7,6 +7,7 @@
   keep the number of lines.
 * The fast path (one markdown-it-py parse per file, plain text counted directly)
   finds the same links, tasks and words as parsing every entry on its own in full.
+* :func:`count_words` (bytes at C speed) equals the rule as two regexes over the text.
 * The scanner's inline parser (text stops only where an enabled rule can start)
   gives the same tokens as markdown-it-py's stock one.
 """
@@ -21,6 +22,7 @@ from markdown_it import MarkdownIt
 
 from worklog_gen.markdown_scan import _markdown
 from worklog_gen.repair import repair_text
+from worklog_gen.words import count_words, count_words_reference
 from worklog_gen.worklog import HEADER_RE, _parse_texts, parse
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -140,3 +142,16 @@ def test_inline_parser_gives_the_stock_tokens(pieces):
     ours = _markdown()
     assert ours.inline.terminator_re.pattern != stock.inline.terminator_re.pattern
     assert _inline_tokens(ours, text) == _inline_tokens(stock, text)
+
+
+word_pieces = st.sampled_from(
+    [" ", "  ", "\t", "\n", "\x1c", "\x1f", "\x85", "\xa0", "\u2003", "\u3000", "\u200b", "a", "Z", "7", "_", "-", "->",
+     "|", "**", ".", "é", "ﬃ", "中", "٣", "→", "–", "’", "https://", "http://a.org", "HTTP://", "ftp+x.y-z://", "www.",
+     "WWW.", "x://", "1://", "://", "www", "e\u0301", "\U0001f600", "\ud800"]
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(word_pieces, st.text(max_size=4)), max_size=30).map("".join))
+def test_count_words_equals_the_rule(text):
+    assert count_words(text) == count_words_reference(text)
