@@ -389,20 +389,17 @@ class LineIndex:
         return LineIndex(self.lines, text=low, starts=self.starts)
 
     def ascii_lower(self) -> LineIndex:
-        """The same index over the lines as UTF-8 bytes with the ASCII letters lower-cased
-        (search it with ``bytes`` needles and patterns; offsets count bytes).
+        """The same index over the lines as bytes with the ASCII letters lower-cased, for
+        ``bytes`` needles and patterns of ASCII characters; offsets are unchanged.
 
-        Much faster than :meth:`lower` on text that is not all ASCII, and exact for
-        needles of ASCII letters: no other character lower-cases to one of ``a``-``z``
-        but ``K`` (U+212A KELVIN SIGN, to ``k``) and ``İ`` (U+0130, to ``i`` and a
-        combining dot), which are left as they are.
+        Each character becomes one byte (Latin-1; ``?`` for the others), so a match of
+        an ASCII needle is a match in the text. Much faster than :meth:`lower` on text
+        that is not all ASCII, and exact for ASCII letters: no other character
+        lower-cases to one of ``a``-``z`` but ``K`` (U+212A KELVIN SIGN, to ``k``) and
+        ``İ`` (U+0130, to ``i`` and a combining dot), which are left as they are.
         """
-        data = self.text.encode("utf-8", "surrogatepass").lower()
-        starts = self.starts
-        if len(data) != len(self.text):
-            sizes = (len(line) if line.isascii() else len(line.encode("utf-8", "surrogatepass")) for line in self.lines)
-            starts = [0, *itertools.accumulate(map((1).__add__, sizes))]
-        return LineIndex(self.lines, text=data, starts=starts)
+        text = self.text if isinstance(self.text, str) else self.text.decode("latin-1")
+        return LineIndex(self.lines, text=text.encode("latin-1", "replace").lower(), starts=self.starts)
 
     def line_of(self, pos: int) -> int:
         """0-based index of the line holding offset ``pos``."""
