@@ -37,9 +37,9 @@ def test_feed_parses_back_with_required_elements(log):
 
 def test_links_are_relative_to_the_feed_without_site_url(log):
     root = ET.fromstring(atom_feed(log, CFG, title="t"))
-    assert feed_src(CFG) == "worklog/feed.xml"
+    assert feed_src(CFG) == "feed.xml"
     links = [e.find(f"{A}link").get("href") for e in root.findall(f"{A}entry")]
-    assert links == ["2025-12-10/", "2025-12-09/"]
+    assert links == ["worklog/2025-12-10/", "worklog/2025-12-09/"]
     assert root.find(f"{A}link[@rel='self']").get("href") == "feed.xml"
 
 
@@ -48,7 +48,7 @@ def test_links_and_ids_are_absolute_with_site_url(log):
     entry = root.find(f"{A}entry")
     assert entry.find(f"{A}link").get("href") == "https://me.github.io/log/worklog/2025-12-10/"
     assert entry.find(f"{A}id").text == "https://me.github.io/log/worklog/2025-12-10/"
-    assert root.find(f"{A}link[@rel='self']").get("href") == "https://me.github.io/log/worklog/feed.xml"
+    assert root.find(f"{A}link[@rel='self']").get("href") == "https://me.github.io/log/feed.xml"
 
 
 def test_ids_are_stable_across_builds(log):

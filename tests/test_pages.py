@@ -265,7 +265,7 @@ def test_home_page_countdown_streaks_and_timeline(make_entry, make_log):
     assert "**Longest streak:** 2 days (2025-12-09 to 2025-12-10)" in page
     assert page.index("### December 2025") < page.index("[12 Dec 2025 · T-151](2025-12-12.md) — Four five six.")
     assert page.index("2025-12-12.md") < page.index("2025-12-09.md")  # newest first
-    assert '<a href="2025-12-09/">' in page and "[Atom feed](feed.xml)" in page
+    assert '<a href="2025-12-09/">' in page and "[Atom feed](../feed.xml)" in page
 
 
 def test_reading_list_page_links_every_url_once(make_entry, make_log):

@@ -193,14 +193,14 @@ def test_renderer_warnings_fail_a_strict_build(build_site, fake_render, caplog):
 
 def test_feed_is_written_and_advertised(build_site):
     site = build_site(SMALL_LOG, config={"site_url": "https://me.github.io/log/"})
-    root = ET.fromstring((site / "worklog/feed.xml").read_bytes())
+    root = ET.fromstring((site / "feed.xml").read_bytes())
     ns = {"a": "http://www.w3.org/2005/Atom"}
     links = [e.find("a:link", ns).get("href") for e in root.findall("a:entry", ns)]
     assert links == [f"https://me.github.io/log/worklog/2025-12-0{d}/" for d in (2, 1)] + [
         "https://me.github.io/log/worklog/2025-11-30/"
     ]
     head = html(site, "worklog/2025-12-01/index.html").find("link", type="application/atom+xml")
-    assert head["href"] == "../feed.xml"
+    assert head["href"] == "../../feed.xml"
 
 
 def test_old_site_url_rewrites_root_relative_links(build_site, caplog):

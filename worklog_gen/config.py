@@ -49,7 +49,7 @@ class WorklogConfig(base.Config):
     freeze_dir = c.Type(str, default="notebooks/_freeze")
     """Folder of the committed freeze store, relative to ``mkdocs.yml``."""
     feed = c.Type(bool, default=True)
-    """Write an Atom feed of entries at ``<url_prefix>/feed.xml``."""
+    """Write an Atom feed of entries at ``feed.xml``, at the site root."""
 
 
 class _TolerantLoader(yaml.SafeLoader):

@@ -3,7 +3,7 @@
 Each entry gets its page's title and link, its date as ``updated`` and
 ``published`` (midnight UTC: the log records days, not times) and its one-line
 summary. Links are absolute when the site's ``site_url`` is known; otherwise they
-are relative to the feed's own URL (``<url_prefix>/feed.xml``), which RFC 4287
+are relative to the feed's own URL (``feed.xml`` at the site root), which RFC 4287
 allows (relative references resolve against the document's URI).
 """
 
@@ -22,8 +22,13 @@ FEED_NAME = "feed.xml"
 
 
 def feed_src(cfg) -> str:
-    """Path of the feed in the site: ``worklog/feed.xml``."""
-    return f"{prefix_of(cfg.url_prefix)}/{FEED_NAME}"
+    """Path of the feed in the site: ``feed.xml``, at the site root.
+
+    At the root because Material for MkDocs fetches ``sitemap.xml`` beside every
+    ``<link rel="alternate">`` of a page (it reads them as translations of the site);
+    beside a feed in a folder, that request 404s on every page load.
+    """
+    return FEED_NAME
 
 
 def _timestamp(day: dt.date) -> str:
@@ -48,7 +53,7 @@ def atom_feed(log: Worklog, cfg, *, title: str, site_url: str | None = None, aut
             requires an author for the feed or for every entry.
     """
     base = site_url.rstrip("/") + "/" if site_url else None
-    here = posixpath.dirname(feed_src(cfg))
+    here = posixpath.dirname(feed_src(cfg)) or "."
 
     def href(path: str) -> str:
         return base + path if base else posixpath.relpath(path, here) + ("/" if path.endswith("/") else "")

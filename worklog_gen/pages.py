@@ -591,7 +591,7 @@ def home_page(log: Worklog, ctx: SiteContext) -> str:
     parts.append("## Countdown\n\n" + _countdown(log, ctx))
     see = ["[Reading list](reading-list.md)", "[Tasks](tasks.md)"]
     if ctx.feed:
-        see.append("[Atom feed](feed.xml)")
+        see.append(f"[Atom feed]({relative('feed.xml', src)})")  # the feed is at the site root (feed.feed_src)
     parts.append(" · ".join(see))
     if log.entries:
         def href(day: dt.date) -> str:
