@@ -197,12 +197,13 @@ def test_kernels_page_tables_headlines_and_draws_one_roofline(project):
     _save_roofline(project, "beta", "NVIDIA H200", [RooflinePoint("beta tiled", 1e12, 1e9, 3.0, roof="bf16")])
     page = render_kernels_page(TOPICS + [("gamma", "Gamma", Path("notebooks/gamma.py"))], STORE, project)
     lines = page.markdown.split("\n")
-    alpha_row = next(line for line in lines if "`alpha_sum_of_squares`" in line)
-    assert "| 285 |" in alpha_row and "[Alpha](topics/alpha.md)" in alpha_row
-    assert record(project, "alpha")["executed_at"][:10] in alpha_row
-    assert freeze.device_label(record(project, "alpha")) in alpha_row
+    # One section per topic: its heading, then device, date and state once, then its figures.
+    alpha = page.markdown.split("### [Alpha](topics/alpha.md)")[1].split("### ")[0]
+    assert f"{freeze.device_label(record(project, 'alpha'))}, {record(project, 'alpha')['executed_at'][:10]}, **fresh**" in alpha
+    alpha_row = next(line for line in alpha.split("\n") if "`alpha_sum_of_squares`" in line)
+    assert "| 285 |" in alpha_row
     assert any("`beta_ratio`" in line and "| 0.75 | x |" in line for line in lines)
-    assert any("[Gamma](topics/gamma.md)" in line and "not executed" in line for line in lines)
+    assert "### [Gamma](topics/gamma.md)\n\nNot executed yet" in page.markdown
 
     svg = page.files["kernels/roofline.svg"]
     assert svg.lstrip().startswith(b"<?xml") and b"<svg" in svg

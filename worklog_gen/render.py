@@ -416,8 +416,7 @@ def render_kernels_page(topics: list[tuple[str, str, Path]], store_dir: Path, ro
     """
     root = Path(root)
     store = _resolve(root, store_dir)
-    rows = ["| Topic | Figure | Value | Unit | Description | GPU | Date |",
-            "| --- | --- | ---: | --- | --- | --- | --- |"]
+    sections: list[str] = []
     points, ceilings, warnings, plotted = [], None, [], []
     for topic_id, title, notebook in topics:
         source = _resolve(root, notebook)
@@ -425,17 +424,18 @@ def render_kernels_page(topics: list[tuple[str, str, Path]], store_dir: Path, ro
         link = f"[{_cell(title)}](topics/{topic_id}.md)"
         record = st.record
         if record is None:
-            rows.append(f"| {link} | not executed yet | | | `worklog-gen execute {st.path}` | | |")
+            sections.append(f"### {link}\n\nNot executed yet: `worklog-gen execute {st.path}`.")
             continue
-        gpu = _cell(freeze.device_label(record) or "")
-        date = str(record.get("executed_at", ""))[:10] + ("" if st.state == "fresh" else f" ({st.state})")
+        gpu = freeze.device_label(record) or "unknown device"
+        date = str(record.get("executed_at", ""))[:10]
         figures = record.get("headline") or {}
-        if not figures:
-            rows.append(f"| {link} | no headline figures | | | | {gpu} | {date} |")
+        table = ["| Figure | Value | Unit | Description |", "| --- | ---: | --- | --- |"]
         for name, fig in sorted(figures.items()):
             fig = fig if isinstance(fig, dict) else {"value": fig}
-            rows.append(f"| {link} | `{name}` | {_number(fig.get('value'))} | {_cell(fig.get('unit', ''))} "
-                        f"| {_cell(fig.get('description', ''))} | {gpu} | {date} |")
+            table.append(f"| `{name}` | {_number(fig.get('value'))} | {_cell(fig.get('unit', ''))} "
+                         f"| {_cell(fig.get('description', ''))} |")
+        body = "\n".join(table) if figures else "No headline figures."
+        sections.append(f"### {link}\n\n{_cell(gpu)}, {date}, **{st.state}**\n\n{body}")
         path = st.entry / freeze.DATA_DIR / "roofline.json"
         if not path.is_file():
             continue
@@ -455,8 +455,8 @@ def render_kernels_page(topics: list[tuple[str, str, Path]], store_dir: Path, ro
         points += [p if p.topic else dataclasses.replace(p, topic=topic_id) for p in these]
         plotted.append(link)
 
-    parts = ["# Kernels", "The headline figures of every topic notebook, from its frozen result "
-             "(date and state of the run in the last column).", "\n".join(rows)]
+    parts = ["# Kernels", "The headline figures of every topic notebook, from its frozen result, "
+             "with the device, the date and the state of the run.", "## Headline figures", *sections]
     files: dict[str, bytes] = {}
     if ceilings is not None:
         files["kernels/roofline.svg"] = _roofline_svg(points, ceilings)
