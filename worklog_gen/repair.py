@@ -131,8 +131,9 @@ def normalize_line_ends(text: str, path: str = "<string>") -> tuple[str, list[Di
 def fix_encoding_lines(lines: list[str], path: str = "<string>") -> list[Diagnostic]:
     """Undo mojibake in ``lines`` in place (see the module docstring), one warning per changed line."""
     diagnostics = []
-    for i, line in enumerate(lines):
-        if line.isascii() or not _MOJIBAKE_HINT.search(line):
+    for i in [i for i, line in enumerate(lines) if not line.isascii()]:
+        line = lines[i]
+        if not _MOJIBAKE_HINT.search(line):
             continue
         fixed = ftfy.fix_text(line, _ENCODING_ONLY)
         if fixed == line or "\n" in fixed or "\r" in fixed:

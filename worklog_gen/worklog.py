@@ -104,14 +104,16 @@ class _Prepared:
     header_like: list[tuple[int, re.Match]]
     diagnostics: list[Diagnostic]
     index: repair.LineIndex
+    """Index of :attr:`lines` (its ``text`` is ``"\\n".join(lines)``)."""
 
 
 def _prepare(text: str, path: str) -> _Prepared:
     text, diagnostics = repair.normalize_line_ends(text, path)
     lines = text.split("\n")
-    diagnostics += repair.fix_encoding_lines(lines, path)
+    mojibake = repair.fix_encoding_lines(lines, path)
+    diagnostics += mojibake
     fm = front_matter_span(lines)
-    index = repair.LineIndex(lines)
+    index = repair.LineIndex(lines) if mojibake else repair.LineIndex(lines, text=text)
     header_like = []
     for i in index.matching(HEADER_HINT):
         if i >= fm[0] and (m := HEADER_RE.match(lines[i])):
@@ -153,10 +155,10 @@ def _build(p: _Prepared, order: Literal["mdy", "dmy"], *, fast: bool = True) -> 
         first = headers[0][0]
         src.preamble, src.preamble_lines = "\n".join(lines[fm_end:first]), first - fm_end
         bounds = [h[0] for h in headers[1:]] + [len(lines)]
+        text, starts = p.index.text, p.index.starts  # a body is a slice of the text: no join per line
         for (i, date, countdown), end in zip(headers, bounds):
-            entries.append(
-                Entry(date, countdown, lines[i], "\n".join(lines[i + 1 : end]), p.path, i + 1, end_line=end)
-            )
+            body = text[starts[i + 1] : starts[end] - 1]
+            entries.append(Entry(date, countdown, lines[i], body, p.path, i + 1, end_line=end))
     else:
         date, countdown, more = per_file_date(lines, p.fm, p.path, fm, order)
         diagnostics += more
