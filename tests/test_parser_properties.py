@@ -8,8 +8,9 @@
 * The fast path (one markdown-it-py parse per file, plain text counted directly)
   finds the same links, tasks and words as parsing every entry on its own in full.
 * :func:`count_words` (bytes at C speed) equals the rule as two regexes over the text.
-* The scanner's inline parser (text stops only where an enabled rule can start)
-  gives the same tokens as markdown-it-py's stock one.
+* The scanner's inline parsers (text stops only where an enabled rule can start; per
+  content, only the rules whose start character it holds) give the same tokens as
+  markdown-it-py's stock one.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from worklog_gen.markdown_scan import _markdown
+from worklog_gen.markdown_scan import _inline_markdown, _markdown
 from worklog_gen.repair import repair_text
 from worklog_gen.words import count_words, count_words_reference
 from worklog_gen.worklog import HEADER_RE, _parse_texts, parse
@@ -139,9 +140,10 @@ def test_inline_parser_gives_the_stock_tokens(pieces):
     text = " ".join(pieces)
     stock = MarkdownIt("commonmark").enable(["table", "strikethrough"])
     stock.normalizeLink = stock.normalizeLinkText = lambda url: url
-    ours = _markdown()
-    assert ours.inline.terminator_re.pattern != stock.inline.terminator_re.pattern
-    assert _inline_tokens(ours, text) == _inline_tokens(stock, text)
+    expected = _inline_tokens(stock, text)
+    for ours in (_markdown(), _inline_markdown(text)):
+        assert ours.inline.terminator_re.pattern != stock.inline.terminator_re.pattern
+        assert _inline_tokens(ours, text) == expected
 
 
 word_pieces = st.sampled_from(

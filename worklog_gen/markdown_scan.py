@@ -54,6 +54,9 @@ _RULE_CHARS = {
 }
 """The characters at which each inline rule of the parser can start (markdown-it-py's
 ``rules_inline``); the ``text`` rule skips every other character at C speed."""
+_POST_RULES = {"emphasis": ("emphasis",), "strikethrough": ("strikethrough",)}
+"""Inline post-processing rules (``ruler2``) that only act on the delimiters of these
+inline rules; ``balance_pairs`` acts on the delimiters of both."""
 
 
 class Scan(NamedTuple):
@@ -132,12 +135,12 @@ def scan(
                 if tok.type in _CODE_TOKENS:
                     code_lines.update(orig[c] for c in range(*tok.map) if orig[c] >= 0)
                 elif tok.type == "inline":
-                    text, found = _inline(md, tok.content, orig[tok.map[0]] + 1, envs[k], shortcut=True)
+                    text, found = _inline(None, tok.content, orig[tok.map[0]] + 1, envs[k], shortcut=True)
                     prose[k].append(text)
                     links[k] += found
         for k, a, content in direct:
             if k not in alone:
-                text, found = _inline(md, content, a + 1, envs[k], shortcut=True)
+                text, found = _inline(None, content, a + 1, envs[k], shortcut=True)
                 prose[k].append(text)
                 links[k] += found
     for k in sorted(alone):
@@ -148,7 +151,7 @@ def scan(
             if tok.type in _CODE_TOKENS and tok.map:
                 code_lines.update(range(a + tok.map[0], a + tok.map[1]))
             elif tok.type == "inline":
-                text, found = _inline(md, tok.content, a + tok.map[0] + 1, env, shortcut=fast)
+                text, found = _inline(None if fast else md, tok.content, a + tok.map[0] + 1, env, shortcut=fast)
                 prose[k].append(text)
                 links[k] += found
     return Scan(
@@ -158,12 +161,17 @@ def scan(
     )
 
 
-def _inline(md: MarkdownIt, content: str, first_line: int, env: dict, *, shortcut: bool) -> tuple[str, list[Link]]:
+def _inline(
+    md: MarkdownIt | None, content: str, first_line: int, env: dict, *, shortcut: bool
+) -> tuple[str, list[Link]]:
     """The prose (text whose words count) and the links of the inline ``content`` of
     one block (a paragraph's, heading's or table cell's text) whose first line is
-    ``first_line`` (1-based) in the source."""
+    ``first_line`` (1-based) in the source. ``md`` is the parser to use, or ``None``
+    for :func:`_inline_markdown` of ``content``."""
     if shortcut and not has_inline_syntax(content):
         return content, []
+    if md is None:
+        md = _inline_markdown(content)
     children: list = []
     md.inline.parse(content, md, env, children)
     pieces: list[str] = []
@@ -203,30 +211,62 @@ def _inline(md: MarkdownIt, content: str, first_line: int, env: dict, *, shortcu
 
 
 _MD: MarkdownIt | None = None
+_TRIGGERS = "".join(sorted(set("".join(_RULE_CHARS.values())) - {"]"}))
+"""Start characters of the inline rules ("]" ends a link label but starts no rule)."""
+_INLINE_MD: dict[tuple[bool, ...], MarkdownIt] = {}
 
 
 def _markdown() -> MarkdownIt:
     """The shared markdown-it-py parser: CommonMark plus tables and strikethrough,
     inline parsing left to :func:`scan`, links kept verbatim with their positions."""
     global _MD
-    if _MD is not None:
-        return _MD
+    if _MD is None:
+        _MD = _new_markdown(tuple(_RULE_CHARS), positioned=True)
+    return _MD
+
+
+def _inline_markdown(content: str) -> MarkdownIt:
+    """A parser for the inline ``content`` with only the inline rules that can fire in
+    it: those whose start character (:data:`_RULE_CHARS`) ``content`` holds, and their
+    post-processing. It gives the same tokens as :func:`_markdown`, because a rule
+    only acts at its start character, and less work per link: fewer rules tried at
+    each stop, fewer stops, no post-processing without delimiters. Link positions are
+    recorded only for content of several lines (one line needs none).
+    """
+    key = tuple(map(content.__contains__, _TRIGGERS))
+    md = _INLINE_MD.get(key)
+    if md is None:
+        present = {c for c, there in zip(_TRIGGERS, key) if there}
+        rules = tuple(name for name, chars in _RULE_CHARS.items() if not chars or present & set(chars))
+        md = _INLINE_MD[key] = _new_markdown(rules, positioned="\n" in present)
+    return md
+
+
+def _new_markdown(rules: tuple[str, ...], *, positioned: bool) -> MarkdownIt:
+    """CommonMark plus tables and strikethrough with the inline rules ``rules`` (names
+    in :data:`_RULE_CHARS`), links kept as written; with ``positioned``, each link
+    records where it starts in the inline source."""
     md = MarkdownIt("commonmark").enable(["table", "strikethrough"]).disable(["inline", "text_join"])
     md.normalizeLink = lambda url: url  # keep the author's URL, not a percent-encoded one
     md.normalizeLinkText = lambda url: url
-    for name in ("link", "autolink"):
-        md.inline.ruler.at(name, _positioned(_rule(md.inline.ruler, name)))
+    off = [name for name in _RULE_CHARS if name not in rules]
+    md.inline.ruler.disable(off)
+    post_off = [post for name in off for post in _POST_RULES.get(name, ())]
+    if len(post_off) == len(_POST_RULES):
+        post_off.append("balance_pairs")
+    md.inline.ruler2.disable(post_off)
+    if positioned:
+        for name in ("link", "autolink"):
+            if name in rules:
+                md.inline.ruler.at(name, _positioned(_rule(md.inline.ruler, name)))
     # markdown-it-py stops plain text at 23 characters, some of them only for plugins
     # ("reserved for extensions": "-", ":", "+", "=", ...), and at each of those tries
     # every rule in turn. Stop only where an enabled rule can start: the same tokens,
-    # about twice as fast on prose with dashes and colons. Rules not in _RULE_CHARS
-    # keep the default set.
-    active = md.get_active_rules()["inline"]
-    if set(active) <= set(_RULE_CHARS):
-        chars = "".join(sorted(set("".join(_RULE_CHARS[name] for name in active))))
-        md.inline.terminator_re = re.compile(f"[{re.escape(chars)}]")
+    # about twice as fast on prose with dashes and colons. (Any set of stops gives the
+    # same tokens, so long as it holds the start characters of the enabled rules.)
+    chars = "".join(sorted(set("".join(_RULE_CHARS[name] for name in rules)))) or "["
+    md.inline.terminator_re = re.compile(f"[{re.escape(chars)}]")
     md.block.ruler.at("reference", _per_entry_references(_rule(md.block.ruler, "reference")), {"alt": []})
-    _MD = md
     return md
 
 
