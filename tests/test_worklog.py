@@ -9,6 +9,7 @@ and read the diff before committing it.
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import json
 import os
 import shutil
@@ -222,6 +223,16 @@ def test_invalid_date_stays_as_text_and_is_reported():
 def test_date_order_option_checked():
     with pytest.raises(ValueError, match="date_order"):
         parse("", date_order="ymd")
+    assert gc.isenabled()  # the parse pauses the cycle collector and restores it, even on error
+
+
+def test_parse_leaves_a_paused_cycle_collector_paused():
+    gc.disable()
+    try:
+        assert parse("12/09/25 (T - 154)\n\nText.\n").entries
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 def test_format_header_and_style_round_trip():
