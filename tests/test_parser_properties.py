@@ -7,6 +7,7 @@
   keep the number of lines.
 * The fast path (one markdown-it-py parse per file, plain text counted directly)
   finds the same links, tasks and words as parsing every entry on its own in full.
+* Every line that :func:`parse_task` reads as a task is among :func:`task_lines`.
 * :func:`count_words` (bytes at C speed) equals the rule as two regexes over the text.
 * The scanner's inline parsers (text stops only where an enabled rule can start; per
   content, only the rules whose start character it holds) give the same tokens as
@@ -17,12 +18,14 @@ from __future__ import annotations
 
 import re
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from worklog_gen.markdown_scan import _inline_markdown, _markdown
 from worklog_gen.repair import repair_text
+from worklog_gen.repair import LineIndex
+from worklog_gen.tasks import parse_task, task_lines
 from worklog_gen.words import count_words, count_words_reference
 from worklog_gen.worklog import HEADER_RE, _parse_texts, parse
 
@@ -157,3 +160,20 @@ word_pieces = st.sampled_from(
 @given(st.lists(st.one_of(word_pieces, st.text(max_size=4)), max_size=30).map("".join))
 def test_count_words_equals_the_rule(text):
     assert count_words(text) == count_words_reference(text)
+
+
+task_pieces = st.sampled_from(
+    ["Done", "DONE", "done", "dOnE", "Next", "next", "NEXT", "Tmr", "tmr", "Tomorrow", "TOMORROW", "->", "\u2192", " - ", "-",
+     ";", ".", ",", "!", "(", ")", " ", "  ", "\t", "[ ]", "[x]", "[X]", "- ", "* ", "1. ", "> ", "word", "\u0130", "\u212a",
+     "caf\u00e9", "[", "]", "x"]
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.lists(task_pieces, max_size=10).map("".join), min_size=1, max_size=6))
+@example(["- [x] Tiled GEMM", "- [X]", "* [ ]\tnotes"])
+@example(["Kafka. (Done, edits pending)", "mid-term; Done.", "Slides -\tDONE", "Swizzling - Done; - Next;"])
+@example(["Write the kernel ->Tmr", "Later \u2192 tomorrow", "- Next!", "x. next )"])
+def test_task_lines_hold_every_task(lines):
+    candidates = set(task_lines(LineIndex(lines)))
+    assert {i for i, line in enumerate(lines) if parse_task(line) is not None} <= candidates
