@@ -42,6 +42,11 @@ import torch
 import triton
 import triton.language as tl
 
+try:  # host-built TMA descriptors (Triton 3.4+)
+    from triton.tools.tensor_descriptor import TensorDescriptor
+except ImportError:
+    TensorDescriptor = None
+
 from worklog_gen.measure import bench, gpu_info, measure_ceilings, tflops
 from worklog_gen.notebook import headline, interpret_mode, save_data
 from worklog_gen.roofline import RooflinePoint, plot_benchmark, plot_roofline, save_roofline
@@ -234,6 +239,8 @@ def _check_operands(a: torch.Tensor, b: torch.Tensor) -> tuple[int, int, int]:
 LAST_KERNEL: dict = {}
 """Variant -> the compiled kernel of its latest launch (what ``kernel[grid](...)`` returns; not
 a compiled kernel under the interpreter). Read by :func:`compiled_features`."""
+LAST_CONFIG: dict = {}
+"""Variant -> the configuration its latest autotuned launch ran with."""
 
 NAIVE = dict(BLOCK_N=32, BLOCK_K=16, num_warps=4) if CPU else dict(BLOCK_N=128, BLOCK_K=32, num_warps=4)
 
@@ -503,7 +510,8 @@ def keep_configs(configs, named_args, **kwargs):
     warp specialization keep only 4-warp ones without the epilogue subtile (what Hopper's warp
     specialization accepts, as checked by compiling for sm_90 and in Triton's persistent-matmul
     tutorial)."""
-    elem = named_args["a_ptr"].element_size()
+    a = named_args["a_desc"].base if "a_desc" in named_args else named_args["a_ptr"]  # host descriptor or pointer
+    elem = a.element_size()
     ws = bool(kwargs.get("WARP_SPECIALIZE", False))
     kept = [c for c in configs if c.kwargs["BLOCK_K"] * elem == 128
             and not (ws and (c.kwargs.get("EPILOGUE_SUBTILE", False) or c.num_warps != 4))]
@@ -545,6 +553,7 @@ def matmul_autotuned(a: torch.Tensor, b: torch.Tensor, config: triton.Config | N
     if config is None:
         grid = lambda META: (triton.cdiv(M, META["BLOCK_M"]) * triton.cdiv(N, META["BLOCK_N"]),)  # noqa: E731
         LAST_KERNEL["autotuned"] = matmul_autotuned_kernel[grid](*args, INPUT_PRECISION=FP32_PRECISION)
+        LAST_CONFIG["autotuned"] = matmul_autotuned_kernel.best_config
     else:
         grid = (triton.cdiv(M, config.kwargs["BLOCK_M"]) * triton.cdiv(N, config.kwargs["BLOCK_N"]),)
         LAST_KERNEL["autotuned"] = matmul_grouped_kernel[grid](*args, INPUT_PRECISION=FP32_PRECISION,
@@ -564,14 +573,18 @@ def matmul_autotuned(a: torch.Tensor, b: torch.Tensor, config: triton.Config | N
 #   merges the two loops so the software pipeliner sees one stream of K steps. The epilogue
 #   recomputes its tile from its own counter `tile_id_c`, as Triton's persistent-matmul
 #   tutorial does, so the prologue's and epilogue's values stay independent.
-# - **TMA through tensor descriptors.** `tl.make_tensor_descriptor` describes A, W and C
-#   (base, shape, strides, box shape); `desc.load([row, col])` then issues one TMA copy of a
-#   whole box into shared memory, with the address arithmetic, bounds checks (zero fill
-#   past the edge) and swizzling done by the copy engine instead of by every thread. The
-#   store goes back the same way and is clipped at the edge. TMA needs every row stride to
-#   be a multiple of 16 bytes, so the launcher pads rows when a shape breaks that (only the
-#   irregular test shapes do). Device-side descriptors need a scratch allocator:
-#   `triton.set_allocator`.
+# - **TMA through tensor descriptors, built on the host.** A descriptor describes a matrix
+#   (base, shape, strides) and the box one copy moves; `desc.load([row, col])` then issues
+#   one TMA copy of a whole box into shared memory, with the address arithmetic, bounds
+#   checks (zero fill past the edge) and swizzling done by the copy engine instead of by
+#   every thread. The store goes back the same way and is clipped at the edge. TMA needs
+#   every row stride to be a multiple of 16 bytes, so the launcher pads rows when a shape
+#   breaks that (only the irregular test shapes do). `TensorDescriptor(tensor, shape,
+#   strides, block_shape)` encodes the descriptor on the CPU and hands it to the kernel as a
+#   launch parameter; the alternative, `tl.make_tensor_descriptor` inside the kernel, has
+#   every program write its three descriptors to a global scratch buffer and fence them
+#   before its first copy. The box shape is part of the descriptor, so under autotuning a
+#   `pre_hook` of each configuration sets it before the launch.
 # - **Warp specialization.** With `tl.range(..., warp_specialize=True)` the compiler splits
 #   the warps into a producer that only issues TMA loads and consumers that only issue
 #   `wgmma`, handing buffers over through barriers, so neither waits on the other's
@@ -579,17 +592,19 @@ def matmul_autotuned(a: torch.Tensor, b: torch.Tensor, config: triton.Config | N
 #   flattening, without the epilogue subtile and with `num_warps = 4` (it adds a producer
 #   and a second consumer warp group itself, 12 warps in all); with 8 warps it quietly falls
 #   back to software pipelining. So the check below reads the compiled kernel rather than
-#   trusting the flag.
+#   trusting the flag. Triton 3.6's warp-specialization pass also rejects a store through a
+#   host-built descriptor ("tensor descriptor block and tensor types must match"), so this
+#   variant keeps building its descriptors in the kernel (and needs `triton.set_allocator`
+#   for their scratch buffer).
 # - **Epilogue subtile.** The fp32 accumulator is split in two BLOCK_M × BLOCK_N/2 halves
 #   that are converted and stored one after the other, halving the shared memory the store
 #   stages through, which leaves room for another pipeline stage.
 
 # %%
 @triton.jit
-def matmul_persistent_kernel(
-    a_ptr, w_ptr, c_ptr,  # A (M, K), W (N, K) = Bᵀ, C (M, N): each row contiguous
+def persistent_tiles(
+    a_desc, w_desc, c_desc,  # descriptors of A (M, K), W (N, K) = Bᵀ and C (M, N)
     M, N, K,
-    stride_am, stride_wn, stride_cm,  # row strides in elements; each a multiple of 16 bytes (TMA)
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GROUP_SIZE_M: tl.constexpr,
     INPUT_PRECISION: tl.constexpr,
@@ -598,12 +613,7 @@ def matmul_persistent_kernel(
     WARP_SPECIALIZE: tl.constexpr,  # producer (TMA) / consumer (wgmma) warps
     FLATTEN: tl.constexpr,  # merge tile and K loops for the pipeliner (off with warp specialization)
 ):
-    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1],
-                                       block_shape=[BLOCK_M, BLOCK_K])
-    w_desc = tl.make_tensor_descriptor(w_ptr, shape=[N, K], strides=[stride_wn, 1],
-                                       block_shape=[BLOCK_N, BLOCK_K])
-    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
-                                       block_shape=[BLOCK_M, BLOCK_N // 2 if EPILOGUE_SUBTILE else BLOCK_N])
+    """The persistent loop: this program's tiles of C, each reduced over K with TMA loads and ``tl.dot``."""
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     k_tiles = tl.cdiv(K, BLOCK_K)
@@ -621,15 +631,63 @@ def matmul_persistent_kernel(
         if EPILOGUE_SUBTILE:
             halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))  # (BLOCK_M, BLOCK_N/2, 2)
             left, right = tl.split(halves)  # 2 x (BLOCK_M, BLOCK_N/2)
-            c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], left.to(c_ptr.dtype.element_ty))
-            c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N + BLOCK_N // 2], right.to(c_ptr.dtype.element_ty))
+            c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], left.to(c_desc.dtype))
+            c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N + BLOCK_N // 2], right.to(c_desc.dtype))
         else:
-            c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_ptr.dtype.element_ty))
+            c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_desc.dtype))
+
+
+@triton.jit
+def matmul_persistent_kernel(
+    a_desc, w_desc, c_desc,  # host-built descriptors; box shapes (BLOCK_M, BLOCK_K), (BLOCK_N, BLOCK_K), C's tile
+    M, N, K,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_SIZE_M: tl.constexpr, INPUT_PRECISION: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,
+    NUM_SMS: tl.constexpr, FLATTEN: tl.constexpr,
+):
+    persistent_tiles(a_desc, w_desc, c_desc, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_SIZE_M, INPUT_PRECISION,
+                     EPILOGUE_SUBTILE, NUM_SMS, False, FLATTEN)
+
+
+@triton.jit
+def matmul_persistent_ws_kernel(
+    a_ptr, w_ptr, c_ptr,  # A (M, K), W (N, K) = Bᵀ, C (M, N): each row contiguous
+    M, N, K,
+    stride_am, stride_wn, stride_cm,  # row strides in elements; each a multiple of 16 bytes (TMA)
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_SIZE_M: tl.constexpr, INPUT_PRECISION: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,
+    NUM_SMS: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, FLATTEN: tl.constexpr,
+):
+    # descriptors built in the kernel: Triton 3.6's warp specialization rejects stores through host-built ones
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1],
+                                       block_shape=[BLOCK_M, BLOCK_K])
+    w_desc = tl.make_tensor_descriptor(w_ptr, shape=[N, K], strides=[stride_wn, 1],
+                                       block_shape=[BLOCK_N, BLOCK_K])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
+                                       block_shape=[BLOCK_M, BLOCK_N // 2 if EPILOGUE_SUBTILE else BLOCK_N])
+    persistent_tiles(a_desc, w_desc, c_desc, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_SIZE_M, INPUT_PRECISION,
+                     EPILOGUE_SUBTILE, NUM_SMS, WARP_SPECIALIZE, FLATTEN)
+
+
+def set_block_shapes(nargs: dict) -> None:
+    """Autotuning ``pre_hook``: give the host-built descriptors the box shapes of the configuration
+    about to run (``nargs`` holds the kernel's arguments and the configuration's values)."""
+    bm, bn, bk = nargs["BLOCK_M"], nargs["BLOCK_N"], nargs["BLOCK_K"]
+    nargs["a_desc"].block_shape = [bm, bk]
+    nargs["w_desc"].block_shape = [bn, bk]
+    nargs["c_desc"].block_shape = [bm, bn // 2 if nargs["EPILOGUE_SUBTILE"] else bn]
+
+
+def _persistent_configs(shapes, stages_warps, subtile):
+    return [triton.Config(c.kwargs | {"EPILOGUE_SUBTILE": subtile}, num_stages=c.num_stages, num_warps=c.num_warps,
+                          pre_hook=set_block_shapes)
+            for c in _hopper_configs(shapes, stages_warps)]
 
 
 if CPU:
-    PERSISTENT_CONFIGS = [triton.Config({"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 16, "GROUP_SIZE_M": GROUP_SIZE_M,
-                                         "EPILOGUE_SUBTILE": True}, num_stages=1, num_warps=4)]
+    PERSISTENT_CONFIGS = _persistent_configs([(32, 32, 16)], [(1, 4)], True)
+    for c in PERSISTENT_CONFIGS:
+        c.kwargs["GROUP_SIZE_M"] = GROUP_SIZE_M
 else:
     # Shared memory per program = num_stages * (BLOCK_M + BLOCK_N) * BLOCK_K * e, plus the C tile the
     # store stages through; 128x256 fp32 fits only with 3 stages and the subtile (144 + 64 KB).
@@ -638,18 +696,36 @@ else:
     # software pipelining. Those configs come last, without the subtile, and are the only ones kept
     # under WARP_SPECIALIZE.
     PERSISTENT_CONFIGS = (
-        _hopper_configs([(128, 256, 64)], [(3, 8), (4, 8)], {"EPILOGUE_SUBTILE": True})
-        + _hopper_configs([(128, 256, 32)], [(3, 8)], {"EPILOGUE_SUBTILE": True})
-        + _hopper_configs([(128, 128, 64), (128, 128, 32)], [(4, 8)], {"EPILOGUE_SUBTILE": False})
-        + _hopper_configs([(128, 256, 64)], [(3, 4)], {"EPILOGUE_SUBTILE": False})
-        + _hopper_configs([(128, 128, 64), (128, 128, 32)], [(4, 4)], {"EPILOGUE_SUBTILE": False})
+        _persistent_configs([(128, 256, 64)], [(3, 8), (4, 8)], True)
+        + _persistent_configs([(128, 256, 32)], [(3, 8)], True)
+        + _persistent_configs([(128, 128, 64), (128, 128, 32)], [(4, 8)], False)
+        + _persistent_configs([(128, 256, 64)], [(3, 4)], False)
+        + _persistent_configs([(128, 128, 64), (128, 128, 32)], [(4, 4)], False)
     )
 
-matmul_persistent_tuned = triton.autotune(configs=PERSISTENT_CONFIGS, key=["M", "N", "K", "WARP_SPECIALIZE"],
-                                          prune_configs_by={"early_config_prune": keep_configs})(
-    matmul_persistent_kernel)
+# Host-built descriptors carry no dtype that Triton's autotuner could add to its key, so each operand
+# dtype gets its own autotuner (a bf16 result must not be reused for fp16 or fp32 calls of one size).
+PERSISTENT_TUNERS: dict = {}
+"""Operand dtype -> the autotuned :func:`matmul_persistent_kernel` for it (see :func:`persistent_tuner`)."""
+# the same configurations without the hook: this kernel builds its descriptors itself
+PERSISTENT_WS_CONFIGS = [triton.Config(c.kwargs, num_stages=c.num_stages, num_warps=c.num_warps)
+                         for c in PERSISTENT_CONFIGS]
+matmul_persistent_ws_tuned = triton.autotune(configs=PERSISTENT_WS_CONFIGS, key=["M", "N", "K", "WARP_SPECIALIZE"],
+                                             prune_configs_by={"early_config_prune": keep_configs})(
+    matmul_persistent_ws_kernel)
 
-# Device-side tensor descriptors live in a scratch buffer that Triton asks this function for.
+
+def persistent_tuner(dtype: torch.dtype):
+    """The autotuned :func:`matmul_persistent_kernel` for operands of ``dtype``."""
+    if dtype not in PERSISTENT_TUNERS:
+        PERSISTENT_TUNERS[dtype] = triton.autotune(configs=PERSISTENT_CONFIGS, key=["M", "N", "K"],
+                                                   prune_configs_by={"early_config_prune": keep_configs})(
+            matmul_persistent_kernel)
+    return PERSISTENT_TUNERS[dtype]
+
+
+# Device-side tensor descriptors (the warp-specialized variant) live in a scratch buffer that Triton asks
+# this function for.
 triton.set_allocator(lambda size, alignment, stream: torch.empty(size, device=DEVICE, dtype=torch.int8))
 
 
@@ -667,8 +743,9 @@ def tma_rows(x: torch.Tensor) -> torch.Tensor:
 
 def matmul_persistent(a: torch.Tensor, b: torch.Tensor, warp_specialize: bool = False,
                       config: triton.Config | None = None) -> torch.Tensor:
-    """C = A·B with :func:`matmul_persistent_kernel` (persistent, TMA), autotuned per
-    (M, N, K, dtype, warp_specialize) over PERSISTENT_CONFIGS, or run with ``config``.
+    """C = A·B with :func:`matmul_persistent_kernel` (persistent, TMA, host-built descriptors) or, with
+    ``warp_specialize``, :func:`matmul_persistent_ws_kernel`; autotuned per (M, N, K, dtype) over
+    PERSISTENT_CONFIGS, or run with ``config``.
 
     a: (M, K); b: (K, N), fastest as the transpose of a row-major (N, K) weight (else copied).
     Returns C (M, N) in a's dtype, possibly a view of a row-padded buffer. Raises ValueError on
@@ -678,16 +755,30 @@ def matmul_persistent(a: torch.Tensor, b: torch.Tensor, warp_specialize: bool = 
     a_rows, w_rows = tma_rows(a), tma_rows(b.T)  # (M, K), (N, K)
     align = 16 // a.element_size()
     c = torch.empty((M, triton.cdiv(N, align) * align), device=a.device, dtype=a.dtype)  # rows padded for TMA
-    args = (a_rows, w_rows, c, M, N, K, a_rows.stride(0), w_rows.stride(0), c.stride(0))
-    flags = dict(INPUT_PRECISION=FP32_PRECISION, NUM_SMS=NUM_SMS, WARP_SPECIALIZE=warp_specialize,
-                 FLATTEN=not warp_specialize)  # Hopper warp specialization needs an unflattened loop
+    name = "persistent-tma-ws" if warp_specialize else "persistent-tma"
     if config is None:
         grid = lambda META: (min(NUM_SMS, triton.cdiv(M, META["BLOCK_M"]) * triton.cdiv(N, META["BLOCK_N"])),)  # noqa: E731
-        kernel = matmul_persistent_tuned[grid](*args, **flags)
     else:
         grid = (min(NUM_SMS, triton.cdiv(M, config.kwargs["BLOCK_M"]) * triton.cdiv(N, config.kwargs["BLOCK_N"])),)
-        kernel = matmul_persistent_kernel[grid](*args, **flags, **_launch_options(config))
-    LAST_KERNEL["persistent-tma-ws" if warp_specialize else "persistent-tma"] = kernel
+    flags = dict(INPUT_PRECISION=FP32_PRECISION, NUM_SMS=NUM_SMS)
+    if warp_specialize:
+        args = (a_rows, w_rows, c, M, N, K, a_rows.stride(0), w_rows.stride(0), c.stride(0))
+        flags.update(WARP_SPECIALIZE=True, FLATTEN=False)  # Hopper warp specialization needs an unflattened loop
+        tuner, kernel = matmul_persistent_ws_tuned, matmul_persistent_ws_kernel
+    else:
+        box = [1, 16 // a.element_size()]  # placeholder box shapes, set by set_block_shapes before each launch
+        args = (TensorDescriptor(a_rows, [M, K], [a_rows.stride(0), 1], box),
+                TensorDescriptor(w_rows, [N, K], [w_rows.stride(0), 1], box),
+                TensorDescriptor(c, [M, N], [c.stride(0), 1], box), M, N, K)
+        flags.update(FLATTEN=True)
+        tuner, kernel = persistent_tuner(a.dtype), matmul_persistent_kernel
+    if config is None:
+        LAST_KERNEL[name] = tuner[grid](*args, **flags)
+        LAST_CONFIG[name] = tuner.best_config
+    else:
+        if not warp_specialize:
+            set_block_shapes({**dict(zip(("a_desc", "w_desc", "c_desc"), args)), **config.kwargs})
+        LAST_KERNEL[name] = kernel[grid](*args, **flags, **_launch_options(config))
     return c[:, :N]
 
 
@@ -733,7 +824,7 @@ def features_label(feats: dict) -> str:
 
 
 capability = None if CPU else torch.cuda.get_device_capability()
-HAS_TMA = hasattr(tl, "make_tensor_descriptor") and (CPU or capability >= (9, 0))
+HAS_TMA = hasattr(tl, "make_tensor_descriptor") and TensorDescriptor is not None and (CPU or capability >= (9, 0))
 features = {"tma": HAS_TMA, "capability": capability, "warp_specialize": {}}
 print(f"TMA tensor descriptors: {'on' if HAS_TMA else 'OFF'} (tl.make_tensor_descriptor: "
       f"{hasattr(tl, 'make_tensor_descriptor')}, compute capability: {capability or 'interpreter'})")
@@ -751,7 +842,7 @@ for dtype_name, dtype in DTYPES.items():
             torch.cuda.synchronize()
             err = rel_err(out, a.double() @ w.double().T)
             feats = compiled_features(LAST_KERNEL["persistent-tma-ws"])
-            config = config_label(matmul_persistent_tuned.best_config)
+            config = config_label(LAST_CONFIG["persistent-tma-ws"])
             if not err < TOL[dtype_name]:
                 ok, why = False, f"wrong result, relative error {err:.1e}"
             elif not feats.get("warp_specialized", False):
@@ -853,8 +944,6 @@ if CPU:
 
 # %%
 TOL_VS_TORCH = {k: 2 * v for k, v in TOL.items()}  # two roundings (ours and cuBLAS's) instead of one
-TUNER = {"autotuned": matmul_autotuned_kernel, "persistent-tma": matmul_persistent_tuned,
-         "persistent-tma-ws": matmul_persistent_tuned}
 NAIVE_MAX = 2048
 
 
@@ -873,8 +962,8 @@ def measure(dtype_name: str, shape_label: str, M: int, N: int, K: int, names: li
         if name != TORCH:
             err = rel_err(fn(), expected)  # first call: autotunes, compiles
             assert err < TOL_VS_TORCH[dtype_name], f"{name} {dtype_name} {shape_label}: {err:.2e} from torch"
-            if name in TUNER:
-                config = config_label(TUNER[name].best_config)
+            if name in LAST_CONFIG:
+                config = config_label(LAST_CONFIG[name])
             compiled = features_label(compiled_features(LAST_KERNEL[name]))
         t = bench(fn)
         rows.append({"dtype": dtype_name, "shape": shape_label, "M": M, "N": N, "K": K, "provider": name,

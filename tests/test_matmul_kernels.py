@@ -8,9 +8,11 @@
 * The grouped launch order (the notebook's ``tile_order``) is a permutation of the tiles
   whose bands span GROUP_SIZE_M tile rows (hypothesis).
 * The Hopper configuration lists: pruning by dtype and by warp specialization, and the
-  fixed-configuration pick.
-* Compiled for sm_90 without a GPU: the tiled kernels issue ``wgmma``, the persistent kernel
-  issues TMA copies, and with ``num_warps=4`` it really is warp-specialized.
+  fixed-configuration pick; the autotuning hook that sets the host-built descriptors' box
+  shapes; one persistent autotuner per operand dtype.
+* Compiled for sm_90 without a GPU: the tiled kernels issue ``wgmma``, both persistent kernels
+  issue TMA copies, and the in-kernel-descriptor one with ``num_warps=4`` really is
+  warp-specialized.
 
 Triton decides at ``@triton.jit`` time whether to interpret, so kernels run in child
 processes; the assertions are made here.
@@ -83,6 +85,9 @@ def attempt(function, *args):
 
 
 results = {"edge": {}, "layout": {}, "errors": {}, "tma_rows": {}}
+tuner = namespace["persistent_tuner"]
+results["tuners"] = {"same_dtype_same": tuner(torch.float16) is tuner(torch.float16),
+                     "dtypes_apart": tuner(torch.float16) is not tuner(torch.float32)}
 for dtype in (torch.float32, torch.float16):
     for M, N, K in EDGE_SHAPES:
         a, w = torch.randn(M, K, dtype=dtype), torch.randn(N, K, dtype=dtype)
@@ -152,6 +157,13 @@ def test_launchers_reject_mismatched_operands(interpreted, variant, case, words)
 
 
 @pytest.mark.notebook
+def test_each_operand_dtype_has_its_own_persistent_autotuner(interpreted):
+    # host-built descriptors carry no dtype for the autotuner's key: a shared tuner would reuse a
+    # 16-bit configuration (BLOCK_K = 64) for fp32 operands of the same size
+    assert interpreted["tuners"] == {"same_dtype_same": True, "dtypes_apart": True}
+
+
+@pytest.mark.notebook
 def test_tma_rows_pads_only_misaligned_rows(interpreted):
     rows = interpreted["tma_rows"]
     assert rows["aligned_same"]  # 8 fp32 = 32 bytes: passed through, not copied
@@ -180,8 +192,8 @@ def test_grouped_order_is_a_permutation_banded_by_group_size_m(num_pid_m, num_pi
 @pytest.fixture(scope="module")
 def hopper_configs() -> dict:
     pytest.importorskip("triton")
-    return top_level({"_hopper_configs", "AUTOTUNE_CONFIGS", "PERSISTENT_CONFIGS", "keep_configs", "check_config",
-                      "GROUP_SIZE_M"}, cpu=False)
+    return top_level({"_hopper_configs", "_persistent_configs", "set_block_shapes", "AUTOTUNE_CONFIGS",
+                      "PERSISTENT_CONFIGS", "keep_configs", "check_config", "GROUP_SIZE_M"}, cpu=False)
 
 
 SMEM_PER_BLOCK = 227 * 1024  # sm_90 (CUDA C Programming Guide, compute capability 9.0)
@@ -207,6 +219,32 @@ def test_pruning_keeps_configs_that_suit_the_dtype(hopper_configs, elem, block_k
     assert operands + epilogue <= SMEM_PER_BLOCK  # the fixed-config check must launch whatever the dtype
 
 
+def test_pruning_reads_the_dtype_through_a_host_descriptor(hopper_configs):
+    torch = pytest.importorskip("torch")
+    from types import SimpleNamespace
+
+    configs = hopper_configs["PERSISTENT_CONFIGS"]
+    for dtype, block_k in ((torch.bfloat16, 64), (torch.float32, 32)):
+        desc = SimpleNamespace(base=torch.empty(0, dtype=dtype))  # what the kernel's a_desc argument holds
+        kept = hopper_configs["keep_configs"](configs, {"a_desc": desc})
+        assert kept and all(c.kwargs["BLOCK_K"] == block_k for c in kept)
+
+
+def test_autotuning_hook_sets_each_descriptor_box(hopper_configs):
+    from types import SimpleNamespace
+
+    hook = hopper_configs["set_block_shapes"]
+    assert all(c.pre_hook is hook for c in hopper_configs["PERSISTENT_CONFIGS"])
+    for config in hopper_configs["PERSISTENT_CONFIGS"]:
+        descs = {name: SimpleNamespace(block_shape=None) for name in ("a_desc", "w_desc", "c_desc")}
+        hook({**descs, **config.kwargs})
+        kw = config.kwargs
+        assert descs["a_desc"].block_shape == [kw["BLOCK_M"], kw["BLOCK_K"]]
+        assert descs["w_desc"].block_shape == [kw["BLOCK_N"], kw["BLOCK_K"]]
+        c_cols = kw["BLOCK_N"] // 2 if kw["EPILOGUE_SUBTILE"] else kw["BLOCK_N"]  # the subtile stores halves
+        assert descs["c_desc"].block_shape == [kw["BLOCK_M"], c_cols]
+
+
 AOT = r'''
 import ast, json, sys
 import triton
@@ -222,8 +260,9 @@ ns = {"__name__": "tiled_matmul_kernels"}
 exec(compile(ast.Module(body=keep, type_ignores=[]), path, "exec"), ns)
 
 
-def build(fn, ints, dtype, consts, **options):
-    sig = {n: ("*" + dtype if n.endswith("_ptr") else "i32") for n in ints}
+def build(fn, ints, dtype, consts, descs=None, **options):
+    sig = dict(descs or {})  # host-built descriptors: "tensordesc<dtype[box]>"
+    sig.update({n: ("*" + dtype if n.endswith("_ptr") else "i32") for n in ints})
     sig.update({k: "constexpr" for k in consts})
     attrs = {(fn.arg_names.index(n),): [["tt.divisibility", 16]] for n in ints}  # as for sizes divisible by 16
     kernel = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts, attrs=attrs),
@@ -239,11 +278,17 @@ for dtype, bk in (("bf16", 64), ("fp32", 32)):
     consts = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=bk, GROUP_SIZE_M=8, INPUT_PRECISION="tf32",
                   stride_ak=1, stride_bk=1, stride_cn=1)  # unit strides are specialised to constants
     out[dtype, "grouped"] = build(ns["matmul_grouped_kernel"], ints, dtype, consts, num_warps=8, num_stages=3)
+    consts = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=bk, GROUP_SIZE_M=8, INPUT_PRECISION="tf32",
+                  EPILOGUE_SUBTILE=True, NUM_SMS=132, FLATTEN=True)
+    descs = {"a_desc": f"tensordesc<{dtype}[128, {bk}]>", "w_desc": f"tensordesc<{dtype}[128, {bk}]>",
+             "c_desc": f"tensordesc<{dtype}[128, 64]>"}  # C's box: one subtile half
+    out[dtype, "persistent host-descriptors w8"] = build(ns["matmul_persistent_kernel"], ["M", "N", "K"], dtype,
+                                                         consts, descs, num_warps=8, num_stages=3)
     ints = ["a_ptr", "w_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_wn", "stride_cm"]
     for ws, warps in ((False, 8), (True, 4), (True, 8)):
         consts = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=bk, GROUP_SIZE_M=8, INPUT_PRECISION="tf32",
                       EPILOGUE_SUBTILE=not ws, NUM_SMS=132, WARP_SPECIALIZE=ws, FLATTEN=not ws)
-        out[dtype, f"persistent ws={ws} w{warps}"] = build(ns["matmul_persistent_kernel"], ints, dtype, consts,
+        out[dtype, f"persistent ws={ws} w{warps}"] = build(ns["matmul_persistent_ws_kernel"], ints, dtype, consts,
                                                           num_warps=warps, num_stages=3)
 print(json.dumps({" ".join(k): v for k, v in out.items()}))
 '''
@@ -263,6 +308,12 @@ def sm90() -> dict:
 @pytest.mark.parametrize("dtype", ["bf16", "fp32"])
 def test_tiled_kernel_uses_tensor_cores_on_hopper(sm90, dtype):
     assert sm90[f"{dtype} grouped"]["wgmma"]
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp32"])
+def test_persistent_kernel_with_host_descriptors_uses_tma_and_tensor_cores(sm90, dtype):
+    host = sm90[f"{dtype} persistent host-descriptors w8"]
+    assert host["tma"] and host["wgmma"] and not host["ws"]
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp32"])
