@@ -198,6 +198,18 @@ def test_line_index_ascii_lower_keeps_offsets():
     assert index.starts == LineIndex(lines).starts
 
 
+def test_line_index_holding_finds_lines_with_any_of_the_characters():
+    lines = ["a [link](x)", "caf\u00e9 \u2192 `code`", "", "plain", "~~s~~ \U0001f600", "]"]
+    index = LineIndex(lines)
+    assert index.holding("[]") == [0, 5]
+    assert index.holding("`~") == [1, 4]
+    assert index.holding("z|") == []
+    with pytest.raises(ValueError, match="ASCII"):
+        index.holding("?")
+    with pytest.raises(ValueError, match="ASCII"):
+        index.holding("\u2192")
+
+
 def test_line_index_lower_keeps_offsets_when_case_changes_length():
     lines = ["\u0130stanbul", "done"]  # "İ".lower() is two characters
     assert LineIndex(lines).lower().containing(["done"]) == [1]

@@ -35,7 +35,7 @@ _BLOCK_SYNTAX = re.compile(
     r"|[ \t]*(?:(?:[-+*]|>)[ \t]*)*\d{1,9}[.)](?:[ \t]|$)"  # ordered list marker ("1." is not a word)
     r"|[ \t]*(?:(?:[-+*]|\d{1,9}[.)])[ \t]+)*>"  # block quote
 )
-_SYNTAX_CHARS = re.compile(r"[\[\]`*_&\\<~|]")
+_SYNTAX_CHARS = "[]`*_&\\<~|"
 """Characters one of which every line with inline syntax or a table holds."""
 _BLOCK_START = frozenset(" \t>-+*0123456789")
 _TABLE_DELIMITER = re.compile(r"^(?=[^|]*\|)(?=[^-]*-)[ \t|:\-]+$")
@@ -86,13 +86,14 @@ def has_syntax(line: str) -> bool:
 
 
 def line_flags(lines: list[str], index: LineIndex) -> tuple[list[bool], list[bool]]:
-    """Per line: is it blank, and does it hold markdown syntax (:func:`has_syntax`)."""
+    """Per line: is it blank, and does it hold markdown syntax (:func:`has_syntax`).
+    ``index`` is a :class:`LineIndex` of ``lines``."""
     blank = [not line.strip(" \t") for line in lines]
     syntax = [False] * len(lines)
-    for i in index.matching(_SYNTAX_CHARS):
+    for i in index.holding(_SYNTAX_CHARS):
         syntax[i] = has_syntax(lines[i])
-    for i, line in enumerate(lines):
-        if line[:1] in _BLOCK_START and not syntax[i] and _BLOCK_SYNTAX.match(line):
+    for i in [i for i, line in enumerate(lines) if line[:1] in _BLOCK_START]:
+        if not syntax[i] and _BLOCK_SYNTAX.match(lines[i]):
             syntax[i] = True
     return blank, syntax
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import bisect
 import codecs
+import functools
 import itertools
 import re
 from collections.abc import Callable, Sequence
@@ -219,8 +220,10 @@ def fix_link_lines(
     diagnostics = []
     reset = set(boundaries)
     fence: tuple[str, int] | None = None  # (fence char, length) while inside a fenced block
-    # Only lines holding one of these can open or close a fence or need a repair.
-    candidates = set((index or LineIndex(lines)).containing(("](", "://", "```", "~~~")))
+    # Only lines holding "](", "://", "```" or "~~~" can open or close a fence or need
+    # a repair; "]", "`" and "~" are found at once (LineIndex.holding), "://" alone.
+    index = index or LineIndex(lines)
+    candidates = set(index.holding("]`~")).union(index.containing(("://",)))
     for i in sorted(candidates.union(reset)):
         if i < start:
             continue
@@ -379,6 +382,7 @@ class LineIndex:
         self.lines = lines
         self.text = "\n".join(lines) if text is None else text
         self.starts = [0, *itertools.accumulate(map((1).__add__, map(len, lines)))] if starts is None else starts
+        self._one_byte: bytes | None = None
 
     def lower(self) -> LineIndex:
         """The same index over the lower-cased lines."""
@@ -393,14 +397,37 @@ class LineIndex:
         """The same index over the lines as bytes with the ASCII letters lower-cased, for
         ``bytes`` needles and patterns of ASCII characters; offsets are unchanged.
 
-        Each character becomes one byte (Latin-1; ``?`` for the others), so a match of
-        an ASCII needle is a match in the text. Much faster than :meth:`lower` on text
-        that is not all ASCII, and exact for ASCII letters: no other character
-        lower-cases to one of ``a``-``z`` but ``K`` (U+212A KELVIN SIGN, to ``k``) and
-        ``İ`` (U+0130, to ``i`` and a combining dot), which are left as they are.
+        Each character becomes one byte (:meth:`one_byte_text`), so a match of an ASCII
+        needle is a match in the text. Much faster than :meth:`lower` on text that is
+        not all ASCII, and exact for ASCII letters: no other character lower-cases to
+        one of ``a``-``z`` but ``K`` (U+212A KELVIN SIGN, to ``k``) and ``İ`` (U+0130,
+        to ``i`` and a combining dot), which are left as they are.
         """
-        text = self.text if isinstance(self.text, str) else self.text.decode("latin-1")
-        return LineIndex(self.lines, text=text.encode("latin-1", "replace").lower(), starts=self.starts)
+        return LineIndex(self.lines, text=self.one_byte_text().lower(), starts=self.starts)
+
+    def one_byte_text(self) -> bytes:
+        """The text with one byte a character: Latin-1, ``?`` for the characters beyond
+        it (so a ``?`` may stand for another character). Computed once."""
+        if isinstance(self.text, bytes):
+            return self.text
+        if self._one_byte is None:
+            self._one_byte = self.text.encode("latin-1", "replace")
+        return self._one_byte
+
+    def holding(self, chars: str) -> list[int]:
+        """Sorted indices of the lines holding any of the ASCII characters ``chars``.
+
+        Found without a search per line or per match: one ``bytes.translate`` keeps
+        only those characters and the line breaks, then empty lines drop out.
+
+        Raises:
+            ValueError: ``chars`` holds ``?`` (it stands for characters beyond Latin-1)
+                or a character beyond ASCII.
+        """
+        if "?" in chars or not chars.isascii():
+            raise ValueError(f"holding() finds ASCII characters other than '?', not {chars!r}")
+        kept = self.one_byte_text().translate(None, _all_bytes_but(chars + "\n"))
+        return [i for i, found in enumerate(kept.split(b"\n")) if found]
 
     def line_of(self, pos: int) -> int:
         """0-based index of the line holding offset ``pos``."""
@@ -426,6 +453,12 @@ class LineIndex:
             found.append(i)
             pos = self.starts[i + 1]
         return found
+
+
+@functools.cache
+def _all_bytes_but(chars: str) -> bytes:
+    """Every byte value except those of the ASCII ``chars`` (a ``delete`` argument)."""
+    return bytes(b for b in range(256) if chr(b) not in chars)
 
 
 def lines_containing(lines: list[str], needles: Sequence[str], *, lower: bool = False) -> list[int]:
