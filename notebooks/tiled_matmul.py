@@ -783,6 +783,45 @@ def matmul_persistent(a: torch.Tensor, b: torch.Tensor, warp_specialize: bool = 
 
 
 # %% [markdown]
+# #### What a tuning sweep measured around version 5
+#
+# The configuration lists above come from a separate sweep on the same H200 (Triton 3.6.0,
+# torch 2.11.0+cu130, cuBLAS through `torch.matmul`), timed like section 4 (`do_bench`
+# median, L2 flushed). Each configuration was timed right next to `torch.matmul` in several
+# rounds of shuffled order; the ratio is cuBLAS's time over ours, median over the rounds.
+# Between rounds the same pair moved by up to ±3 %: the card ran at its 700 W power limit,
+# with the SM clock near 1.5 GHz of its 1.98 GHz, so ratios within a few percent of 1 are
+# ties. Persistent kernel, 128×256×64 tiles, 8 warps, 3 stages, epilogue subtile, M = N = K =
+# 4096, 5 rounds:
+#
+# | change | bf16 | fp16 |
+# | --- | --- | --- |
+# | descriptors built in the kernel, GROUP_SIZE_M = 8 | 0.963 | 0.965 |
+# | **descriptors built on the host** (kept), GROUP_SIZE_M = 8 | **0.986** | **1.007** |
+# | host, GROUP_SIZE_M = 4 | 0.986 | 0.994 |
+# | host, GROUP_SIZE_M = 16 | 0.988 | 0.988 |
+# | host, 4 stages, loops not flattened | 0.990 | 0.964 |
+# | stream-K tail, the last program to finish a shared tile sums the partial tiles | 0.851 | 0.859 |
+# | stream-K tail, the program holding the tile's first K step waits and sums | 0.877 | 0.881 |
+#
+# At 8192 (bf16, 3 rounds) the same kernel stood at 1.015 (in-kernel descriptors 1.010,
+# GROUP_SIZE_M = 16 1.020). Further from the winner, in single timings next to cuBLAS
+# (both dtypes): 256×128 tiles 0.88–0.98, 128×128 tiles 0.83–0.96, BLOCK_K = 128 with 2
+# stages 0.63–0.81, and (bf16, paired) two programs per SM on 128×128 tiles, 4 warps and 2
+# or 3 stages each, 0.73–0.90. cuBLAS ran `nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT`
+# at 4096 (by its name: 256×128 tiles, BLOCK_K 64, 4 stages, thread-block clusters of 1×2;
+# no configuration here uses clusters) and a 320×128 tile at 8192.
+#
+# Stream-K targets wave quantization: 4096² in 128×256 tiles is 512 tiles over 132 SMs,
+# 3.88 waves, so in the fourth wave 16 SMs sit idle. Splitting the last 116 tiles' K loops
+# evenly over all 132 programs would save at most an eighth of one tile's time. Timed apart
+# (bf16, 3 rounds), the data-parallel part (396 tiles, three per SM) took 156 µs, the whole
+# data-parallel kernel 202 µs (so the fourth wave took 46 µs), and the stream-K part 68.5 µs
+# instead of the ~44 µs its arithmetic needs: writing, waiting for and summing fp32 partial
+# tiles cost far more than the few microseconds the idle SMs waste. Stream-K is therefore not
+# one of the versions here.
+
+# %% [markdown]
 # Which of these features this machine has. TMA needs compute capability 9.0 or newer and a
 # Triton with tensor descriptors. Warp specialization is probed by compiling and running it
 # once per dtype, comparing with an fp64 reference, and reading the compiled kernel: a
@@ -1182,9 +1221,14 @@ else:
 #   and deeper pipelines hide more latency; small sizes prefer smaller tiles that keep all
 #   SMs busy.
 # - **Autotuned → persistent + TMA.** TMA takes address generation off the warps that feed
-#   the tensor cores; persistence overlaps each tile's epilogue with the next tile's loads.
-#   Warp specialization, where it compiled, goes further by giving loads and math separate
-#   warps.
+#   the tensor cores; persistence overlaps each tile's epilogue with the next tile's loads;
+#   descriptors built on the host spare every program the writes and fences of building its
+#   own. Warp specialization, where it compiled, goes further by giving loads and math
+#   separate warps.
+# - **Against cuBLAS at 4096.** Both sides run 3.88 waves of tiles (512 tiles of 128×256
+#   here, 512 of 256×128 in cuBLAS) and both are held to the card's power limit, so the
+#   ratio sits near 1 and moves by a few percent from run to run (see the tuning notes
+#   after version 5).
 
 # %%
 def ratio(dtype_name: str, shape: str, num: str, den: str) -> float:
@@ -1220,6 +1264,16 @@ else:
         floor = next(r for r in napkin if r["dtype"] == "bf16" and r["shape"] == s)["floor_ms"]
         print(f"bf16 {n:5}: best Triton {best['provider']:18} {best['tflops']:6.0f} TFLOP/s = "
               f"{best['tflops'] / ref['tflops']:.3f}x torch; time {best['ms'] / floor:5.1f}x the roofline floor")
+    for s in ("4096", "8192"):
+        best = best_triton("bf16", s)
+        tile = re.match(r"(\d+)x(\d+)x", best["config"] or "")
+        if best["provider"].startswith("persistent") and tile:
+            bm, bn = map(int, tile.groups())
+            tiles = triton.cdiv(int(s), bm) * triton.cdiv(int(s), bn)
+            rounds = triton.cdiv(tiles, NUM_SMS)
+            print(f"bf16 {s}: {tiles} tiles of {bm}x{bn} over {NUM_SMS} SMs = {tiles / NUM_SMS:.2f} waves; the last "
+                  f"leaves {rounds * NUM_SMS - tiles} SMs idle, so tiles fill {tiles / (rounds * NUM_SMS):.1%} of the "
+                  "SM-time")
     best8 = best_triton("bf16", "8192")
     print(f"\nbf16 8192: {best8['tflops'] / ceilings.bf16_tflops:.0%} of the measured bf16 roof"
           + (f", {best8['tflops'] / ceilings.datasheet.bf16_tflops:.0%} of the datasheet's dense "
