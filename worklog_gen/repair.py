@@ -64,6 +64,8 @@ _ENCODING_ONLY = ftfy.TextFixerConfig(
 # check (``ftfy.badness.is_bad``) is far slower, so lines pass this one first.
 _CP1252_HIGH = "".join(bytes([b]).decode("cp1252") for b in range(0x80, 0xA0) if b not in (0x81, 0x8D, 0x8F, 0x90, 0x9D))
 _MOJIBAKE_HINT = re.compile(f"[\u00c2-\u00f4][\u0080-\u00bf{_CP1252_HIGH}]|[\u00c2\u00c3] |[\u0080-\u009f]")
+_MOJIBAKE_LEAD = "".join(map(chr, [*range(0x80, 0xA0), *range(0xC2, 0xF5)]))
+"""The characters one of which every match of _MOJIBAKE_HINT starts with."""
 
 _FENCE_OPEN = re.compile(r"^(?P<lead>[ \t]*(?:(?:[-+*]|\d{1,9}[.)]|>)[ \t]*)*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _BACKWARDS_HINT = re.compile(r"\[[ \t]*(?:(?:https?|ftp)://|www\.)", re.IGNORECASE)
@@ -129,10 +131,12 @@ def normalize_line_ends(text: str, path: str = "<string>") -> tuple[str, list[Di
     return text, [Diagnostic(path, 1, "; ".join(changes), "warning", "line-ends")]
 
 
-def fix_encoding_lines(lines: list[str], path: str = "<string>") -> list[Diagnostic]:
-    """Undo mojibake in ``lines`` in place (see the module docstring), one warning per changed line."""
+def fix_encoding_lines(lines: list[str], path: str = "<string>", *, index: LineIndex | None = None) -> list[Diagnostic]:
+    """Undo mojibake in ``lines`` in place (see the module docstring), one warning per
+    changed line. ``index`` is a :class:`LineIndex` of ``lines``, if the caller has one
+    (it is stale after a repair)."""
     diagnostics = []
-    for i in [i for i, line in enumerate(lines) if not line.isascii()]:
+    for i in (index or LineIndex(lines)).holding(_MOJIBAKE_LEAD):
         line = lines[i]
         if not _MOJIBAKE_HINT.search(line):
             continue
@@ -415,19 +419,25 @@ class LineIndex:
         return self._one_byte
 
     def holding(self, chars: str) -> list[int]:
-        """Sorted indices of the lines holding any of the ASCII characters ``chars``.
+        """Sorted indices of the lines holding any of ``chars`` (Latin-1 characters).
 
-        Found without a search per line or per match: one ``bytes.translate`` keeps
-        only those characters and the line breaks, then empty lines drop out.
+        Found without a search per line: one ``bytes.translate`` of
+        :meth:`one_byte_text` keeps only those characters and the line breaks, and
+        each run of kept characters names its line.
 
         Raises:
             ValueError: ``chars`` holds ``?`` (it stands for characters beyond Latin-1)
-                or a character beyond ASCII.
+                or a character beyond Latin-1.
         """
-        if "?" in chars or not chars.isascii():
-            raise ValueError(f"holding() finds ASCII characters other than '?', not {chars!r}")
+        if "?" in chars or max(chars, default="\0") > "\xff":
+            raise ValueError(f"holding() finds Latin-1 characters other than '?', not {chars!r}")
         kept = self.one_byte_text().translate(None, _all_bytes_but(chars + "\n"))
-        return [i for i, found in enumerate(kept.split(b"\n")) if found]
+        found = []
+        others = 0  # kept characters before the run, so that start - others counts the line breaks
+        for run in _RUN.finditer(kept):
+            found.append(run.start() - others)
+            others += run.end() - run.start()
+        return found
 
     def line_of(self, pos: int) -> int:
         """0-based index of the line holding offset ``pos``."""
@@ -457,8 +467,11 @@ class LineIndex:
 
 @functools.cache
 def _all_bytes_but(chars: str) -> bytes:
-    """Every byte value except those of the ASCII ``chars`` (a ``delete`` argument)."""
+    """Every byte value except those of the Latin-1 ``chars`` (a ``delete`` argument)."""
     return bytes(b for b in range(256) if chr(b) not in chars)
+
+
+_RUN = re.compile(rb"[^\n]+")
 
 
 def lines_containing(lines: list[str], needles: Sequence[str], *, lower: bool = False) -> list[int]:

@@ -113,10 +113,12 @@ class _Prepared:
 def _prepare(text: str, path: str) -> _Prepared:
     text, diagnostics = repair.normalize_line_ends(text, path)
     lines = text.split("\n")
-    mojibake = repair.fix_encoding_lines(lines, path)
+    index = repair.LineIndex(lines, text=text)
+    mojibake = repair.fix_encoding_lines(lines, path, index=index)
+    if mojibake:
+        index = repair.LineIndex(lines)
     diagnostics += mojibake
     fm = front_matter_span(lines)
-    index = repair.LineIndex(lines) if mojibake else repair.LineIndex(lines, text=text)
     header_like = []
     for i in index.matching(HEADER_HINT):
         if i >= fm[0] and (m := HEADER_RE.match(lines[i])):
