@@ -103,9 +103,16 @@ def units(
 ) -> list[tuple[int, int, bool]]:
     """Cut ``lines[start:end]`` (an entry body) into ``(first, stop, needs_markdown)`` units.
 
-    ``blank`` and ``syntax`` are :func:`line_flags` of ``lines``.
+    ``blank`` and ``syntax`` are :func:`line_flags` of ``lines``. Chunks end at blank
+    lines, except inside fences and HTML blocks. A chunk that starts indented may
+    continue a list item or code block above it: it joins the chunk before, so that
+    each unit starts at the left margin (or at the start of the entry), where
+    CommonMark reads it the same in any context. A chunk with syntax that joined no
+    other and holds no fence, HTML, quote or table is cut again before each bullet and
+    heading.
     """
-    chunks: list[list] = []  # [first, stop, splittable, needs_markdown], split at blank lines
+    out: list[tuple[int, int, bool]] = []
+    unit: list | None = None  # the chunks joined so far: [first, stop, splittable, needs_markdown]
     i = start
     while i < end:
         if blank[i]:
@@ -118,56 +125,66 @@ def units(
             stop = blank.index(True, i, end)
         except ValueError:
             stop = end
-        if not any(syntax[first:stop]):
-            chunks.append([first, stop, True, False])
-            i = stop
-            continue
-        splittable = True
-        fence, html_close = None, None
-        while i < end:
-            line = lines[i]
-            i += 1
-            if fence is not None:
-                if "```" in line or "~~~" in line:
-                    fence, _ = track_fence(line, fence)
-                continue
-            if html_close is not None:
-                if html_close in line.lower():
-                    html_close = None
-                continue
-            if blank[i - 1]:
-                i -= 1
-                break
-            if not syntax[i - 1]:
-                continue
-            if "```" in line or "~~~" in line:
-                fence, opened = track_fence(line, None)
-                splittable = splittable and not opened
-            if "<" in line and (m := _HTML_REGION.match(line)):
-                kind = next(k for k, v in m.groupdict().items() if v)
-                if _HTML_CLOSE[kind] not in line.lower()[m.end() :]:
-                    html_close = _HTML_CLOSE[kind]
-            if line.lstrip(" \t")[:1] in ("<", ">") or ("|" in line and _TABLE_DELIMITER.match(line)):
-                splittable = False
-        chunks.append([first, i, splittable, True])
-    # A chunk that starts indented may continue a list item or code block above it:
-    # it joins the chunk before, so that each unit starts at the left margin (or at
-    # the start of the entry), where CommonMark reads it the same in any context.
-    glued: list[list] = []
-    for chunk in chunks:
-        if glued and lines[chunk[0]][:1] in (" ", "\t"):
-            glued[-1][1:] = [chunk[1], False, glued[-1][3] or chunk[3]]
+        if True in syntax[first:stop]:
+            stop, splittable = _syntax_chunk(lines, first, end, blank, syntax)
+            needs_markdown = True
         else:
-            glued.append(chunk)
-    units = []
-    for first, stop, splittable, needs_markdown in glued:
-        if not needs_markdown or not splittable:
-            units.append((first, stop, needs_markdown))
+            splittable = needs_markdown = False
+        if unit is not None and lines[first][:1] in (" ", "\t"):
+            unit[1:] = [stop, False, unit[3] or needs_markdown]
+        else:
+            if unit is not None:
+                _cut(unit, lines, syntax, out)
+            unit = [first, stop, splittable, needs_markdown]
+        i = stop
+    if unit is not None:
+        _cut(unit, lines, syntax, out)
+    return out
+
+
+def _syntax_chunk(lines: list[str], first: int, end: int, blank: list[bool], syntax: list[bool]) -> tuple[int, bool]:
+    """End of the chunk with syntax that starts at ``first`` (a blank line outside fences
+    and HTML blocks, or ``end``), and whether it may be cut at bullets and headings."""
+    splittable = True
+    fence, html_close = None, None
+    i = first
+    while i < end:
+        line = lines[i]
+        i += 1
+        if fence is not None:
+            if "```" in line or "~~~" in line:
+                fence, _ = track_fence(line, fence)
             continue
-        cuts = [first] + [k for k in range(first + 1, stop) if _SPLIT.match(lines[k])] + [stop]
-        for a, b in zip(cuts, cuts[1:]):
-            units.append((a, b, any(syntax[a:b])))
-    return units
+        if html_close is not None:
+            if html_close in line.lower():
+                html_close = None
+            continue
+        if blank[i - 1]:
+            i -= 1
+            break
+        if not syntax[i - 1]:
+            continue
+        if "```" in line or "~~~" in line:
+            fence, opened = track_fence(line, None)
+            splittable = splittable and not opened
+        if "<" in line and (m := _HTML_REGION.match(line)):
+            kind = next(k for k, v in m.groupdict().items() if v)
+            if _HTML_CLOSE[kind] not in line.lower()[m.end() :]:
+                html_close = _HTML_CLOSE[kind]
+        if line.lstrip(" \t")[:1] in ("<", ">") or ("|" in line and _TABLE_DELIMITER.match(line)):
+            splittable = False
+    return i, splittable
+
+
+def _cut(unit: list, lines: list[str], syntax: list[bool], out: list[tuple[int, int, bool]]) -> None:
+    """Append the units of the joined chunks ``unit`` to ``out``: cut before each bullet
+    and heading when it needs markdown and may be cut, else whole."""
+    first, stop, splittable, needs_markdown = unit
+    if not (needs_markdown and splittable) or stop - first == 1:
+        out.append((first, stop, needs_markdown))
+        return
+    cuts = [first] + [k for k in range(first + 1, stop) if _SPLIT.match(lines[k])] + [stop]
+    out += [(a, b, True in syntax[a:b]) for a, b in zip(cuts, cuts[1:])]
 
 
 _BLOCK_CHARS = frozenset("#-+*=_>`~<|")
