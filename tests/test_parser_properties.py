@@ -24,7 +24,7 @@ from markdown_it import MarkdownIt
 
 from worklog_gen.markdown_scan import _inline_markdown, _markdown
 from worklog_gen.repair import repair_text
-from worklog_gen.repair import LineIndex
+from worklog_gen.line_index import LineIndex
 from worklog_gen.tasks import parse_task, task_lines
 from worklog_gen.words import count_words, count_words_reference
 from worklog_gen.worklog import HEADER_RE, _parse_texts, parse

@@ -31,7 +31,7 @@ from markdown_it import MarkdownIt
 
 from worklog_gen.markdown_units import has_inline_syntax, line_flags, paragraph_content, units
 from worklog_gen.model import Link
-from worklog_gen.repair import LineIndex
+from worklog_gen.line_index import LineIndex
 from worklog_gen.words import count_words
 
 _SEPARATOR = ["", "***", ""]
@@ -76,7 +76,7 @@ def scan(
     """Links, words and code lines of the entry bodies ``lines[first:stop]`` for each
     ``(first, stop)`` in ``bodies`` (0-based, in file order, not overlapping).
 
-    ``index`` is a :class:`worklog_gen.repair.LineIndex` of ``lines``, if the caller
+    ``index`` is a :class:`worklog_gen.line_index.LineIndex` of ``lines``, if the caller
     has one. Never raises on content.
     """
     index = index or LineIndex(lines)

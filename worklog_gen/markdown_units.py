@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import re
 
-from worklog_gen.repair import LineIndex, track_fence
+from worklog_gen.line_index import LineIndex
+from worklog_gen.repair import track_fence
 
 _HARD_SYNTAX = re.compile(r"[\[\]`*]")  # links, images, code spans, emphasis
 _ENTITY = re.compile(r"&(?:\#[0-9]{1,7}|\#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")

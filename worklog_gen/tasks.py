@@ -26,7 +26,7 @@ import bisect
 import re
 
 from worklog_gen.model import Task, TaskStatus
-from worklog_gen.repair import LineIndex
+from worklog_gen.line_index import LineIndex
 
 _MARKER_STATUS = {
     "done": TaskStatus.DONE,
@@ -120,7 +120,7 @@ def entry_tasks(
 ) -> list[list[Task]]:
     """The tasks of each entry body ``lines[first:stop]``, ``(first, stop)`` in ``bodies``
     (0-based, sorted, not overlapping), in line order; lines in ``skip`` (code) are not
-    tasks. ``index`` is a :class:`worklog_gen.repair.LineIndex` of ``lines``."""
+    tasks. ``index`` is a :class:`worklog_gen.line_index.LineIndex` of ``lines``."""
     found: list[list[Task]] = [[] for _ in bodies]
     starts = [first for first, _ in bodies]
     for i in task_lines(index):

@@ -71,6 +71,7 @@ from worklog_gen.headers import (
     header_style,
     infer_date_order,
 )
+from worklog_gen.line_index import LineIndex
 from worklog_gen.markdown_scan import scan
 from worklog_gen.model import DateOrder, Diagnostic, Entry, Link, SourceFile, Task, TaskStatus, Worklog
 from worklog_gen.tasks import entry_tasks, parse_task
@@ -106,17 +107,17 @@ class _Prepared:
     fm: Span
     header_like: list[tuple[int, re.Match]]
     diagnostics: list[Diagnostic]
-    index: repair.LineIndex
+    index: LineIndex
     """Index of :attr:`lines` (its ``text`` is ``"\\n".join(lines)``)."""
 
 
 def _prepare(text: str, path: str) -> _Prepared:
     text, diagnostics = repair.normalize_line_ends(text, path)
     lines = text.split("\n")
-    index = repair.LineIndex(lines, text=text)
+    index = LineIndex(lines, text=text)
     mojibake = repair.fix_encoding_lines(lines, path, index=index)
     if mojibake:
-        index = repair.LineIndex(lines)
+        index = LineIndex(lines)
     diagnostics += mojibake
     fm = front_matter_span(lines)
     header_like = []
@@ -126,7 +127,7 @@ def _prepare(text: str, path: str) -> _Prepared:
     boundaries = [i for i, _ in header_like]
     repaired = repair.fix_link_lines(lines, path, start=fm[0], boundaries=boundaries, index=index)
     if repaired:
-        index = repair.LineIndex(lines)
+        index = LineIndex(lines)
     diagnostics += repaired
     return _Prepared(path, lines, fm, header_like, diagnostics, index)
 
