@@ -6,27 +6,21 @@ import re
 import markdown
 import pytest
 
+from worklog_gen.heatmap import heatmap_cells, heatmap_html
+from worklog_gen.markup import commonmark_lists, md_escape
+from worklog_gen.old_links import OldSiteLinks
 from worklog_gen.pages import (
-    OldSiteLinks,
     SiteContext,
-    commonmark_lists,
     day_page,
     entry_title,
     entry_url,
-    heatmap_cells,
-    heatmap_html,
     home_page,
-    md_escape,
     nav_section,
-    normalise_task,
-    reading_list,
     reading_list_page,
-    streaks,
     summary,
-    task_report,
     tasks_page,
-    timeline,
 )
+from worklog_gen.stats import normalise_task, reading_list, streaks, task_report, timeline
 
 D = dt.date.fromisoformat
 

@@ -7,33 +7,30 @@ output in the site. Page layout under ``url_prefix`` (``worklog`` by default):
 * ``YYYY-MM-DD.md``: one page per entry (:func:`day_page`);
 * ``reading-list.md`` and ``tasks.md``.
 
+This module holds the page names, URLs and titles, the one-line entry summary, the
+page markdown and the navigation; the figures come from :mod:`worklog_gen.stats`,
+the heatmap from :mod:`worklog_gen.heatmap`, old-site links are handled by
+:mod:`worklog_gen.old_links` and markdown escaping is :mod:`worklog_gen.markup`.
+
 Pages link to each other with relative ``.md`` links, so MkDocs checks them and
 writes the right URLs whatever ``use_directory_urls`` is. Only the heatmap is
-raw HTML, so its links are final URLs (see :func:`heatmap_html`).
+raw HTML, so its links are final URLs (see :func:`worklog_gen.heatmap.heatmap_html`).
 """
 
 from __future__ import annotations
 
-import bisect
 import datetime as dt
-import html
 import posixpath
 import re
-import statistics
-from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
+from typing import Sequence
 
-from markdown_it import MarkdownIt
-
+from worklog_gen.heatmap import heatmap_cells, heatmap_html
+from worklog_gen.markup import commonmark_lists, md_escape
+from worklog_gen.old_links import OldSiteLinks
+from worklog_gen.stats import month_title, reading_list, streaks, task_report, timeline, words_by_date
 from worklog_gen.topics import prose
-from worklog_gen.worklog import Entry, Link, Task, TaskStatus, Worklog
-
-_MD = MarkdownIt("commonmark").disable("inline")  # block structure only: half the parse time
-
-SUMMARY_CHARS = 100
-"""Longest one-line summary on the timeline and in the feed, in characters."""
-
+from worklog_gen.worklog import Entry, Link, TaskStatus, Worklog
 
 # --- names and URLs ------------------------------------------------------------------
 
@@ -68,76 +65,17 @@ def nav_title(entry: Entry) -> str:
     return day if entry.countdown is None else f"{day} · T-{entry.countdown}"
 
 
-def month_title(date: dt.date) -> str:
-    """``December 2025``."""
-    return f"{date:%B %Y}"
-
-
 def relative(target_src: str, from_src: str) -> str:
     """Relative link from one docs source file to another (``../topics/x.md``)."""
     return posixpath.relpath(target_src, posixpath.dirname(from_src) or ".")
 
 
-# --- text helpers -----------------------------------------------------------------------
+# --- summary --------------------------------------------------------------------------
 
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]{}])")
+SUMMARY_CHARS = 100
+"""Longest one-line summary on the timeline and in the feed, in characters."""
+
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s")
-
-
-def md_escape(text: str, *, table: bool = False) -> str:
-    """``text`` as literal markdown inside a line: inline markup escaped with
-    backslashes, ``<`` and ``&`` as entities, ``|`` escaped in table cells and
-    newlines folded to spaces."""
-    text = " ".join(text.split()).replace("&", "&amp;").replace("<", "&lt;")
-    text = _MD_SPECIAL.sub(r"\\\1", text)
-    return text.replace("|", r"\|") if table else text
-
-
-_LIST_MARKER = re.compile(r"^([ \t]*)(?:[-+*]|\d{1,9}[.)])(?:[ \t]+|$)")
-
-
-def commonmark_lists(markdown: str) -> str:
-    """``markdown`` with its lists meaning to Python-Markdown (MkDocs) what they mean
-    in CommonMark, the dialect the log is parsed in and was written for.
-
-    Python-Markdown differs in two ways that flatten the log's notes: a list cannot
-    interrupt a paragraph (``notes;`` then ``- item`` on the next line), and a list
-    item's content must be indented 4 columns, where CommonMark takes the marker's
-    width (``- `` is 2). So a blank line is added before a list that follows a
-    paragraph line, and each item's indented lines are shifted so that its content
-    starts 4 columns after its marker's indentation. Only whitespace changes; lists
-    inside block quotes are left alone. Structure comes from markdown-it-py.
-    """
-    lines = markdown.split("\n")
-    blank_before: list[int] = []
-    quote_depth = 0
-    for token in _MD.parse(markdown):
-        if token.type == "blockquote_open":
-            quote_depth += 1
-        elif token.type == "blockquote_close":
-            quote_depth -= 1
-        if quote_depth or token.map is None:
-            continue
-        start, end = token.map
-        if token.type in ("bullet_list_open", "ordered_list_open") and token.level == 0:
-            if start > 0 and lines[start - 1].strip():
-                blank_before.append(start)
-        elif token.type == "list_item_open":
-            marker = _LIST_MARKER.match(lines[start])
-            if marker is None:
-                continue
-            indent = len(marker[1].expandtabs(4))
-            content = len(marker[0].expandtabs(4))
-            shift = indent + 4 - content
-            if shift == 0:
-                continue
-            for i in range(start + 1, end):
-                line = lines[i].expandtabs(4)
-                if len(line) - len(line.lstrip(" ")) >= content and line.strip():
-                    lines[i] = " " * shift + line if shift > 0 else line[-shift:]
-    for i in reversed(blank_before):
-        lines.insert(i, "")
-    return "\n".join(lines)
 
 
 def summary(entry: Entry, limit: int = SUMMARY_CHARS) -> str:
@@ -154,319 +92,6 @@ def summary(entry: Entry, limit: int = SUMMARY_CHARS) -> str:
     if " " in cut:
         cut = cut.rsplit(" ", 1)[0]
     return cut.rstrip(" ,;:") + "…"
-
-
-# --- old-site links -------------------------------------------------------------------
-
-
-def is_root_relative(url: str) -> bool:
-    """True for ``/blog/x/`` (a path on the site the log was written for), false for
-    ``//host/x``, ``https://...`` and relative links."""
-    return url.startswith("/") and not url.startswith("//")
-
-
-@dataclass
-class OldSiteLinks:
-    """Root-relative links (``/blog/2025/mlp-derivatives/``) written for the site the
-    log came from.
-
-    With ``base_url`` they are rewritten to ``base_url + path``. Without it they are
-    *kept*: emitted as inline HTML ``<a href="/blog/...">``, which MkDocs passes
-    through without validating, and collected in :attr:`kept` so that the plugin
-    lists them all in one message. Why not leave them as markdown links: MkDocs
-    would then report each one (``validation.links.absolute_links``), as a WARNING
-    under the recommended validation, so ``--strict`` would fail on text the author
-    wrote correctly for its first home, and the report would say nothing about the
-    fix. Why INFO and not WARNING for the one message: nothing in the log needs
-    fixing; setting ``old_site_url`` is the remedy, and the message says so.
-
-    Links inside link reference definitions (``[x]: /path``) are rewritten with
-    ``base_url`` but not kept as HTML; MkDocs validates those as usual.
-    """
-
-    base_url: str | None = None
-    kept: list[tuple[str, int, str]] = field(default_factory=list)
-    """``(path, line, url)`` of each link kept as-is."""
-
-    def href(self, url: str) -> str:
-        """Where an old-site URL points on the generated site."""
-        if self.base_url and is_root_relative(url):
-            return self.base_url.rstrip("/") + url
-        return url
-
-    def rewrite(self, markdown: str, links: Iterable[Link], path: str) -> str:
-        """``markdown`` with the inline links and images to the root-relative URLs
-        among ``links`` (as found by the parser) rewritten or kept, see the class."""
-        old = [link for link in links if is_root_relative(link.url)]
-        if not old:
-            return markdown
-        urls = "|".join(re.escape(u) for u in sorted({link.url for link in old}, key=len, reverse=True))
-        inline = re.compile(
-            r"(?P<bang>!?)\[(?P<text>(?:\\.|[^\[\]\\]|\[(?:\\.|[^\[\]\\])*\])*)\]"
-            rf"\(\s*<?(?P<url>{urls})>?(?P<title>\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)"
-        )
-        if self.base_url:
-            markdown = inline.sub(
-                lambda m: f"{m['bang']}[{m['text']}]({self.href(m['url'])}{m['title'] or ''})", markdown
-            )
-            reference = re.compile(rf"^( {{0,3}}\[[^\]]+\]:[ \t]*<?)({urls})(?=>?(?:\s|$))", re.MULTILINE)
-            return reference.sub(lambda m: m[1] + self.href(m[2]), markdown)
-        self.kept.extend((path, link.line, link.url) for link in old)
-        return inline.sub(lambda m: self._html(m["bang"], m["text"], m["url"]), markdown)
-
-    def link(self, title_markdown: str, url: str) -> str:
-        """A link for generated lists (reading list, a day's links): markdown, or the
-        same inline HTML as :meth:`rewrite` for a kept old-site link."""
-        if not is_root_relative(url) or self.base_url:
-            return f"[{title_markdown}](<{self.href(url)}>)"
-        return self._html("", title_markdown, url)
-
-    @staticmethod
-    def _html(bang: str, text: str, url: str) -> str:
-        href = html.escape(url)
-        if bang:
-            return f'<img src="{href}" alt="{html.escape(text)}">'
-        return f'<a href="{href}">{text}</a>'
-
-    def message(self) -> str | None:
-        """The one message listing kept links, or ``None`` when none were kept."""
-        unique = sorted(set(self.kept))
-        if not unique:
-            return None
-        lines = "\n".join(f"  {path}:{line}: {url}" for path, line, url in unique)
-        return (
-            f"Warning: kept {len(unique)} root-relative link(s) written for the log's old site; "
-            "they resolve only if this site is served from that origin. "
-            f"Set the plugin's 'old_site_url' to rewrite them:\n{lines}"
-        )
-
-
-# --- statistics --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Streaks:
-    """Runs of consecutive calendar days with an entry."""
-
-    current: int
-    """Length of the run that ends at the latest entry (days)."""
-    longest: int
-    """Length of the longest run (days); the earliest one on ties."""
-    longest_start: dt.date | None = None
-    longest_end: dt.date | None = None
-
-
-def streaks(dates: Iterable[dt.date]) -> Streaks:
-    """Current and longest streak of ``dates`` (duplicates count once)."""
-    days = sorted(set(dates))
-    if not days:
-        return Streaks(0, 0)
-    run, start = 1, days[0]
-    best = (1, days[0], days[0])
-    for prev, day in zip(days, days[1:]):
-        if day - prev == dt.timedelta(days=1):
-            run += 1
-        else:
-            run, start = 1, day
-        if run > best[0]:
-            best = (run, start, day)
-    return Streaks(current=run, longest=best[0], longest_start=best[1], longest_end=best[2])
-
-
-def words_by_date(entries: Iterable[Entry]) -> dict[dt.date, int]:
-    """Words written per calendar day (entries of one day summed)."""
-    out: dict[dt.date, int] = defaultdict(int)
-    for entry in entries:
-        out[entry.date] += entry.words
-    return dict(out)
-
-
-def timeline(entries: Iterable[Entry]) -> list[tuple[str, list[Entry]]]:
-    """Entries newest first, grouped by month: ``[("December 2025", [...]), ...]``."""
-    groups: dict[tuple[int, int], list[Entry]] = defaultdict(list)
-    for entry in sorted(entries, key=lambda e: e.date, reverse=True):
-        groups[(entry.date.year, entry.date.month)].append(entry)
-    return [(month_title(dt.date(y, m, 1)), items) for (y, m), items in groups.items()]
-
-
-# --- heatmap ----------------------------------------------------------------------------
-
-CELL, STEP = 11, 14  # px: square side and column pitch, as GitHub's contribution graph
-LEFT, TOP = 30, 18  # px: room for weekday and month labels
-LEVEL_FILLS = (
-    "var(--md-default-fg-color--lightest, #ebedf0)",
-    "#9be9a8",
-    "#40c463",
-    "#30a14e",
-    "#216e39",
-)  # GitHub's contribution-graph greens; level 0 follows the Material light/dark scheme
-
-
-@dataclass(frozen=True)
-class HeatmapCell:
-    """One day of the heatmap: column ``week`` (0 = the week of the first entry,
-    weeks start on Monday), row ``weekday`` (0 = Monday), words written and colour
-    level (0 = none, 1-4 = quartiles of the words of days with words)."""
-
-    date: dt.date
-    week: int
-    weekday: int
-    words: int | None
-    level: int
-
-
-def heatmap_cells(words: dict[dt.date, int]) -> list[HeatmapCell]:
-    """A cell for every day from the first to the last date in ``words`` (days
-    without an entry have ``words=None``). Levels split the days with words at the
-    quartiles of their word counts (one level per distinct count when few)."""
-    if not words:
-        return []
-    first, last = min(words), max(words)
-    monday = first - dt.timedelta(days=first.weekday())
-    counts = sorted(w for w in words.values() if w > 0)
-    if len(counts) >= 4:
-        thresholds = statistics.quantiles(counts, n=4, method="inclusive")
-    else:
-        thresholds = counts[:-1]
-    cells = []
-    for offset in range((last - first).days + 1):
-        day = first + dt.timedelta(days=offset)
-        count = words.get(day)
-        level = 0 if not count else min(4, 1 + bisect.bisect_left(thresholds, count))
-        cells.append(HeatmapCell(day, (day - monday).days // 7, day.weekday(), count, level))
-    return cells
-
-
-def heatmap_html(cells: Sequence[HeatmapCell], href: Callable[[dt.date], str | None]) -> str:
-    """The heatmap as an inline SVG in a horizontally scrollable ``<div>`` (so that a
-    year of weeks does not widen a 390 px phone screen), with month and weekday
-    labels and a legend. ``href(date)`` is the final URL of the day's page (or
-    ``None``); it is written as-is, since MkDocs does not rewrite raw HTML.
-    One line per element and no blank lines, so Python-Markdown passes it through.
-    """
-    if not cells:
-        return ""
-    weeks = cells[-1].week + 1
-    legend_end = LEFT + 28 + 5 * STEP + 30  # "Less", five swatches, "More"
-    width = max(LEFT + weeks * STEP + 16, legend_end)  # 16: room for a last month label
-    height = TOP + 7 * STEP + 26
-    out = [
-        '<div class="worklog-heatmap" style="overflow-x:auto;max-width:100%">',
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" role="img" '
-        f'aria-label="Words written per day, {cells[0].date} to {cells[-1].date}" '
-        'style="font-size:9px;fill:currentColor">',
-    ]
-    for row, name in ((0, "Mon"), (2, "Wed"), (4, "Fri")):
-        out.append(f'<text x="0" y="{TOP + row * STEP + CELL - 2}">{name}</text>')
-    months = [(c.week, f"{c.date:%b}") for c in cells if c.date.day == 1 or c is cells[0]]
-    for (week, name), after in zip(months, [*months[1:], (weeks + 3, "")]):
-        if after[0] - week >= 3:  # a label needs three columns; a month's first days win
-            out.append(f'<text x="{LEFT + week * STEP}" y="{TOP - 6}">{name}</text>')
-    for cell in cells:
-        words = "no entry" if cell.words is None else f"{cell.words} words"
-        rect = (
-            f'<rect x="{LEFT + cell.week * STEP}" y="{TOP + cell.weekday * STEP}" '
-            f'width="{CELL}" height="{CELL}" rx="2" style="fill:{LEVEL_FILLS[cell.level]}">'
-            f"<title>{cell.date.isoformat()}: {words}</title></rect>"
-        )
-        url = href(cell.date) if cell.words is not None else None
-        out.append(f'<a href="{html.escape(url)}">{rect}</a>' if url else rect)
-    legend_y = TOP + 7 * STEP + 8
-    out.append(f'<text x="{LEFT}" y="{legend_y + CELL - 2}">Less</text>')
-    for level, fill in enumerate(LEVEL_FILLS):
-        x = LEFT + 28 + level * STEP
-        out.append(f'<rect x="{x}" y="{legend_y}" width="{CELL}" height="{CELL}" rx="2" style="fill:{fill}"/>')
-    out.append(f'<text x="{LEFT + 28 + 5 * STEP + 2}" y="{legend_y + CELL - 2}">More</text>')
-    out += ["</svg>", "</div>"]
-    return "\n".join(out)
-
-
-# --- reading list and tasks -------------------------------------------------------------
-
-
-@dataclass
-class ReadingItem:
-    """One distinct URL of the log, with the title it was first given."""
-
-    url: str
-    title: str
-    domain: str
-    entries: list[Entry] = field(default_factory=list)
-    """Entries it appears on, in date order, each once."""
-    source: tuple[str, int] | None = None
-    """``(path, line)`` of its first occurrence."""
-
-
-def reading_list(entries: Iterable[Entry]) -> list[ReadingItem]:
-    """Every link of the log, deduplicated by exact URL, in order of first appearance."""
-    items: dict[str, ReadingItem] = {}
-    for entry in sorted(entries, key=lambda e: e.date):
-        for link in entry.links:
-            item = items.get(link.url)
-            if item is None:
-                title = link.title.strip() or link.url
-                item = items[link.url] = ReadingItem(link.url, title, link.domain, source=(entry.path, link.line))
-            if not item.entries or item.entries[-1] is not entry:
-                item.entries.append(entry)
-    return list(items.values())
-
-
-_TASK_MARKERS = re.compile(
-    r"(?:[\s\-–—:;,.]*(?:done|next|(?:->|→)\s*(?:tmr|tomorrow)|(?:->|→)))+[\s;:,.!]*$", re.IGNORECASE
-)
-
-
-def normalise_task(text: str) -> str:
-    """The text a carried task and its later done task share: status markers at the
-    end (``- Done;``, ``-> Tmr``, ``Next``) removed, case folded, everything but
-    letters and digits turned to single spaces.
-    ``"Finish Einsum today; - Done"`` -> ``"finish einsum today"``."""
-    text = _TASK_MARKERS.sub("", text.strip())
-    return " ".join(re.sub(r"[^\w]+|_", " ", text.casefold()).split())
-
-
-@dataclass
-class TaskReport:
-    """The tasks view's content. Rule: a carried task counts as done later when a
-    task marked done on a later entry has the same :func:`normalise_task` text."""
-
-    done: list[tuple[Entry, Task]] = field(default_factory=list)
-    """Tasks marked done, in date order."""
-    carried_then_done: list[tuple[Entry, Task, Entry]] = field(default_factory=list)
-    """``(entry carried on, task, entry done on)``."""
-    outstanding: list[tuple[list[Entry], Task]] = field(default_factory=list)
-    """Carried and never marked done later: the entries it was carried on, and
-    its last wording."""
-
-
-def task_report(entries: Iterable[Entry]) -> TaskReport:
-    """Sort the log's tasks into done, carried-then-done and outstanding (see
-    :class:`TaskReport` for the matching rule)."""
-    ordered = sorted(entries, key=lambda e: e.date)
-    report = TaskReport()
-    done_on: dict[str, list[Entry]] = defaultdict(list)
-    for entry in ordered:
-        for task in entry.tasks:
-            if task.status == TaskStatus.DONE:
-                report.done.append((entry, task))
-                done_on[normalise_task(task.text)].append(entry)
-    outstanding: dict[str, tuple[list[Entry], Task]] = {}
-    for entry in ordered:
-        for task in entry.tasks:
-            if task.status != TaskStatus.CARRIED:
-                continue
-            key = normalise_task(task.text)
-            later = next((e for e in done_on.get(key, []) if e.date > entry.date), None)
-            if later is not None:
-                report.carried_then_done.append((entry, task, later))
-            elif key in outstanding:
-                outstanding[key][0].append(entry)
-                outstanding[key] = (outstanding[key][0], task)
-            else:
-                outstanding[key] = ([entry], task)
-    report.outstanding = list(outstanding.values())
-    return report
 
 
 # --- pages ------------------------------------------------------------------------------

@@ -26,7 +26,8 @@ from mkdocs.utils import get_build_datetime, get_relative_url, nest_paths
 from worklog_gen import render
 from worklog_gen.config import WorklogConfig
 from worklog_gen.feed import atom_feed, feed_src
-from worklog_gen.pages import OldSiteLinks, SiteContext, nav_section, topic_page, worklog_pages
+from worklog_gen.old_links import OldSiteLinks
+from worklog_gen.pages import SiteContext, nav_section, topic_page, worklog_pages
 from worklog_gen.topics import match_topics
 from worklog_gen.worklog import Worklog, load
 

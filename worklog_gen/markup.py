@@ -1,0 +1,69 @@
+"""Markdown text helpers for the generated pages: literal text escaped for a
+markdown line, and lists rewritten so that Python-Markdown (MkDocs) reads them as
+CommonMark does."""
+
+from __future__ import annotations
+
+import re
+
+from markdown_it import MarkdownIt
+
+_MD = MarkdownIt("commonmark").disable("inline")  # block structure only: half the parse time
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]{}])")
+
+
+def md_escape(text: str, *, table: bool = False) -> str:
+    """``text`` as literal markdown inside a line: inline markup escaped with
+    backslashes, ``<`` and ``&`` as entities, ``|`` escaped in table cells and
+    newlines folded to spaces."""
+    text = " ".join(text.split()).replace("&", "&amp;").replace("<", "&lt;")
+    text = _MD_SPECIAL.sub(r"\\\1", text)
+    return text.replace("|", r"\|") if table else text
+
+
+_LIST_MARKER = re.compile(r"^([ \t]*)(?:[-+*]|\d{1,9}[.)])(?:[ \t]+|$)")
+
+
+def commonmark_lists(markdown: str) -> str:
+    """``markdown`` with its lists meaning to Python-Markdown (MkDocs) what they mean
+    in CommonMark, the dialect the log is parsed in and was written for.
+
+    Python-Markdown differs in two ways that flatten the log's notes: a list cannot
+    interrupt a paragraph (``notes;`` then ``- item`` on the next line), and a list
+    item's content must be indented 4 columns, where CommonMark takes the marker's
+    width (``- `` is 2). So a blank line is added before a list that follows a
+    paragraph line, and each item's indented lines are shifted so that its content
+    starts 4 columns after its marker's indentation. Only whitespace changes; lists
+    inside block quotes are left alone. Structure comes from markdown-it-py.
+    """
+    lines = markdown.split("\n")
+    blank_before: list[int] = []
+    quote_depth = 0
+    for token in _MD.parse(markdown):
+        if token.type == "blockquote_open":
+            quote_depth += 1
+        elif token.type == "blockquote_close":
+            quote_depth -= 1
+        if quote_depth or token.map is None:
+            continue
+        start, end = token.map
+        if token.type in ("bullet_list_open", "ordered_list_open") and token.level == 0:
+            if start > 0 and lines[start - 1].strip():
+                blank_before.append(start)
+        elif token.type == "list_item_open":
+            marker = _LIST_MARKER.match(lines[start])
+            if marker is None:
+                continue
+            indent = len(marker[1].expandtabs(4))
+            content = len(marker[0].expandtabs(4))
+            shift = indent + 4 - content
+            if shift == 0:
+                continue
+            for i in range(start + 1, end):
+                line = lines[i].expandtabs(4)
+                if len(line) - len(line.lstrip(" ")) >= content and line.strip():
+                    lines[i] = " " * shift + line if shift > 0 else line[-shift:]
+    for i in reversed(blank_before):
+        lines.insert(i, "")
+    return "\n".join(lines)
