@@ -22,6 +22,8 @@ from dateutil.parser import isoparse
 from worklog_gen import __version__, freeze
 from worklog_gen.cli import main
 from worklog_gen.config import load_plugin_config
+from worklog_gen.execute import execute_cli
+from worklog_gen.source_hash import source_hash
 
 FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
 MKDOCS_YML = """\
@@ -70,7 +72,7 @@ def executed(tmp_path_factory):
     """A project whose two notebooks ran once through ``execute_cli``."""
     root = make_project(tmp_path_factory.mktemp("executed"))
     cfg, _ = load_plugin_config(root / "mkdocs.yml")
-    ok = freeze.execute_cli(cfg, root, [], timeout=300)
+    ok = execute_cli(cfg, root, [], timeout=300)
     return root, ok
 
 
@@ -90,7 +92,7 @@ def test_execute_writes_a_store_entry_with_its_record(executed):
     assert not [p for p in store.iterdir() if p.name.startswith(".")], "temporary folders left behind"
 
     record = json.loads((entry / "record.json").read_text())
-    assert record["source_hash"] == freeze.source_hash(root / "notebooks/alpha.py", root).hexdigest
+    assert record["source_hash"] == source_hash(root / "notebooks/alpha.py", root).hexdigest
     assert record["notebook"] == "notebooks/alpha.py"
     assert record["hashed_files"] == ["worklog_gen/__init__.py", "worklog_gen/notebook.py"]
     executed_at = isoparse(record["executed_at"])
@@ -152,7 +154,7 @@ def test_fresh_notebooks_are_not_run_again(project, capsys):
     store = project / "notebooks" / "_freeze"
     before = snapshot(store)
     cfg, _ = load_plugin_config(project / "mkdocs.yml")
-    assert freeze.execute_cli(cfg, project, [], timeout=300)
+    assert execute_cli(cfg, project, [], timeout=300)
     err = capsys.readouterr().err
     assert "notebooks/alpha.py: fresh, skipped" in err
     assert "notebooks/beta.py: fresh, skipped" in err
@@ -170,10 +172,10 @@ def test_editing_a_code_cell_makes_only_that_notebook_stale(project):
 
 def test_editing_prose_or_trailing_whitespace_keeps_it_fresh(project):
     path = project / "notebooks/alpha.py"
-    before = freeze.source_hash(path, project)
+    before = source_hash(path, project)
     edit(path, "# The squares, saved as data and drawn.", "# Rewritten prose: a different sentence.")
     edit(path, "squares = [i * i for i in range(10)]", "squares = [i * i for i in range(10)]   ")
-    assert freeze.source_hash(path, project) == before
+    assert source_hash(path, project) == before
     assert states(project) == {"alpha": "fresh", "beta": "fresh"}
 
 
@@ -201,7 +203,7 @@ def test_a_failing_cell_keeps_the_frozen_result(project):
 
     assert snapshot(store) == {**before, "alpha.failed.json": snapshot(store)["alpha.failed.json"]}
     failure = json.loads((store / "alpha.failed.json").read_text())
-    assert failure["source_hash"] == freeze.source_hash(path, project).hexdigest
+    assert failure["source_hash"] == source_hash(path, project).hexdigest
     assert failure["ename"] == "ValueError" and failure["evalue"] == "boom from the fixture"
     lines = path.read_text().split("\n")
     assert lines[failure["line"] - 1] == "raise ValueError('boom from the fixture')"
@@ -226,13 +228,13 @@ def test_the_hash_follows_worklog_gen_imports_transitively(tmp_path):
     nb = tmp_path / "nb.py"
     nb.write_text("# %% [markdown]\n# Prose.\n\n# %%\n%matplotlib inline\nfrom worklog_gen.helpers import f\n")
 
-    first = freeze.source_hash(nb, tmp_path)
+    first = source_hash(nb, tmp_path)
     assert first.files == ("worklog_gen/__init__.py", "worklog_gen/deep.py",
                            "worklog_gen/helpers.py", "worklog_gen/lazy.py")
     (pkg / "unused.py").write_text("Y = 2\n")
-    assert freeze.source_hash(nb, tmp_path) == first
+    assert source_hash(nb, tmp_path) == first
     (pkg / "lazy.py").write_text("def g():\n    return 3\n")
-    assert freeze.source_hash(nb, tmp_path).hexdigest != first.hexdigest
+    assert source_hash(nb, tmp_path).hexdigest != first.hexdigest
 
 
 def test_write_entry_replaces_the_old_entry_whole(tmp_path):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from worklog_gen import freeze
+from worklog_gen import execute
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.py"))
@@ -42,7 +42,7 @@ worklog_gen.measure.measure_ceilings = _no_benchmarks
 '''
 
 
-def run_interpreted(notebook: Path, tmp_path: Path) -> freeze.ExecutionResult:
+def run_interpreted(notebook: Path, tmp_path: Path) -> execute.ExecutionResult:
     """Execute ``notebook`` as ``worklog-gen execute`` does, under the interpreter, with
     the benchmark guard, freezing into ``tmp_path / "store"``."""
     ipython_dir = tmp_path / "ipython"
@@ -50,7 +50,7 @@ def run_interpreted(notebook: Path, tmp_path: Path) -> freeze.ExecutionResult:
     startup.mkdir(parents=True)
     (startup / "00-no-benchmarks.py").write_text(GUARD)
     env = {"TRITON_INTERPRET": "1", "IPYTHONDIR": str(ipython_dir)}
-    return freeze.execute_notebook(notebook, REPO, tmp_path / "store", timeout=CELL_TIMEOUT_S,
+    return execute.execute_notebook(notebook, REPO, tmp_path / "store", timeout=CELL_TIMEOUT_S,
                                    extra_env=env, progress=False)
 
 
@@ -58,7 +58,7 @@ def _listing(folder: Path) -> dict[str, int]:
     return {p.relative_to(folder).as_posix(): p.stat().st_mtime_ns for p in folder.rglob("*")} if folder.is_dir() else {}
 
 
-def _explain(result: freeze.ExecutionResult) -> str:
+def _explain(result: execute.ExecutionResult) -> str:
     f = result.failure or {}
     return (f"{result.path}: cell {f.get('cell_index')} (line {f.get('line')}) failed: "
             f"{f.get('ename')}: {f.get('evalue')}\n" + "\n".join(f.get("traceback", [])))

@@ -17,9 +17,11 @@ import nbformat
 import pytest
 
 from worklog_gen import freeze
+from worklog_gen.execute import execute_notebook
 from worklog_gen.measure import Ceilings
 from worklog_gen.render import fence, notebook_markdown, render_kernels_page, render_topic, trim_output
 from worklog_gen.roofline import RooflinePoint, save_roofline
+from worklog_gen.source_hash import source_hash
 
 FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
 STORE = Path("notebooks/_freeze")
@@ -33,7 +35,7 @@ def executed(tmp_path_factory):
     (root / "notebooks").mkdir()
     for name in ("alpha.py", "beta.py"):
         shutil.copy(FIXTURES / name, root / "notebooks" / name)
-        result = freeze.execute_notebook(root / "notebooks" / name, root, root / STORE, timeout=300, progress=False)
+        result = execute_notebook(root / "notebooks" / name, root, root / STORE, timeout=300, progress=False)
         assert result.ok, result.failure
     return root
 
@@ -141,7 +143,7 @@ def test_a_missing_result_says_how_to_produce_it(project):
 
 
 def test_a_failed_run_warns(project):
-    current = freeze.source_hash(project / ALPHA, project).hexdigest
+    current = source_hash(project / ALPHA, project).hexdigest
     (project / STORE / "alpha.failed.json").write_text(json.dumps(
         {"source_hash": current, "cell_index": 5, "line": 33, "ename": "ValueError", "evalue": "boom",
          "failed_at": "2026-01-02T03:04:05Z"}))

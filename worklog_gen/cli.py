@@ -130,10 +130,10 @@ def execute(notebooks: tuple[Path, ...], force: bool, timeout: int, kernel_name:
     notebook, prints the cell and traceback, keeps the previous frozen result and
     makes the command exit 1.
     """
-    from worklog_gen import freeze
+    from worklog_gen.execute import execute_cli
 
     cfg, root = _config(config_file)
-    ok = freeze.execute_cli(cfg, root, list(notebooks), force=force, timeout=timeout, kernel_name=kernel_name)
+    ok = execute_cli(cfg, root, list(notebooks), force=force, timeout=timeout, kernel_name=kernel_name)
     sys.exit(0 if ok else 1)
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from worklog_gen import freeze
+from worklog_gen.source_hash import code_sources, normalise_source, read_notebook
 
 MAX_OUTPUT_LINES = 60
 """Text outputs longer than this keep their first and last lines (see :func:`trim_output`)."""
@@ -171,19 +172,19 @@ def _trim_outputs(nb) -> None:
 
 def merge_current_markdown(current, frozen):
     """The frozen notebook with the current source's markdown cells, when the code cells
-    of both match (:func:`worklog_gen.freeze.code_sources`); otherwise ``frozen`` as it is.
+    of both match (:func:`worklog_gen.source_hash.code_sources`); otherwise ``frozen`` as it is.
 
     Returns ``(notebook, merged)``. ``current`` may be ``None`` (no source file).
     Neither argument is modified.
     """
-    if current is None or freeze.code_sources(current) != freeze.code_sources(frozen):
+    if current is None or code_sources(current) != code_sources(frozen):
         return frozen, False
-    executed = iter([c for c in frozen.cells if c.cell_type == "code" and freeze.normalise_source(c.source)])
+    executed = iter([c for c in frozen.cells if c.cell_type == "code" and normalise_source(c.source)])
     nb = copy.deepcopy(frozen)
     cells = []
     for cell in current.cells:
         if cell.cell_type == "code":
-            if freeze.normalise_source(cell.source):
+            if normalise_source(cell.source):
                 cells.append(copy.deepcopy(next(executed)))
         else:
             cells.append(copy.deepcopy(cell))
@@ -316,7 +317,7 @@ def _missing_page(topic_id: str, st: freeze.NotebookState, store: Path, root: Pa
                 f"without outputs. Produce it on a GPU machine with\n\n"
                 f"        worklog-gen execute {rel}\n\n"
                 f"    and commit `{store_rel}/{stem}/`.")
-        nb = freeze.read_notebook(source)
+        nb = read_notebook(source)
         heading, nb = _split_title(nb)
         body, files = notebook_markdown(nb, topic_id)
         files[f"{topic_id}/{source.name}"] = source.read_bytes()
@@ -362,7 +363,7 @@ def render_topic(topic_id: str, title: str, notebook: Path, store_dir: Path, roo
         frozen = nbformat.read(str(ipynb), as_version=4)
     except Exception as exc:  # nbformat raises several types for a damaged file
         raise ValueError(f"{ipynb}: cannot read the frozen notebook: {exc}") from exc
-    current = freeze.read_notebook(source) if st.source_exists else None
+    current = read_notebook(source) if st.source_exists else None
     nb, merged = merge_current_markdown(current, frozen)
     heading, nb = _split_title(nb)
     body, files = notebook_markdown(nb, topic_id)
