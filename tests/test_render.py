@@ -61,7 +61,8 @@ def test_images_become_files_and_nothing_is_inlined(executed):
     assert len(images) == 1
     (name, data), = images.items()
     assert name.startswith("alpha/") and data.startswith(b"\x89PNG\r\n\x1a\n")
-    assert f"![output]({name})" in page.markdown
+    alt = page.markdown.split(f"]({name})")[0].rsplit("![", 1)[1]
+    assert alt.startswith("Figure 1")  # named after its section, not just "output"
     assert "data:image" not in page.markdown and "base64" not in page.markdown
     assert "iVBORw0KGgo" not in page.markdown  # the start of any base64 PNG
 
@@ -230,3 +231,22 @@ def test_kernels_page_without_roofline_data(executed):
     page = render_kernels_page(TOPICS, STORE, executed)
     assert "kernels/roofline.svg" not in page.files
     assert "No notebook has saved roofline data yet" in page.markdown
+
+
+def test_figures_are_named_after_their_section():
+    import nbformat
+
+    from worklog_gen.render import notebook_markdown
+
+    png = {"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"}
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("## 6. Benchmark: 2^12 [to] 2^28\n\nText."),
+        nbformat.v4.new_code_cell("plot()", outputs=[nbformat.v4.new_output("display_data", data=png)] * 2),
+        nbformat.v4.new_markdown_cell("## 8. Roofline"),
+        nbformat.v4.new_code_cell("roof()", outputs=[nbformat.v4.new_output("display_data", data=png)]),
+    ])
+    markdown, files = notebook_markdown(nb, "t")
+    assert len(files) == 3
+    assert "![Figure 1 in 6. Benchmark: 2^12 (to) 2^28](" in markdown
+    assert "![Figure 2 in 6. Benchmark: 2^12 (to) 2^28](" in markdown
+    assert "![Figure 1 in 8. Roofline](" in markdown

@@ -110,7 +110,38 @@ def _image_link(output, mime: str) -> str:
     filenames = output.get("metadata", {}).get("filenames", {})
     if mime not in filenames:  # never inline base64 into the page
         return f"*(a {mime} output was not extracted; see the executed notebook)*"
-    return f"![output]({filenames[mime]})"
+    alt = output.get("metadata", {}).get("worklog_alt", "output")
+    return f"![{alt}]({filenames[mime]})"
+
+
+_IMAGE_MIMES = ("image/png", "image/jpeg", "image/svg+xml", "application/pdf")
+
+
+def _label_figures(nb) -> None:
+    """Give each image output an alt text naming the section it appears in and its
+    number there ("Figure 2 in 6. Benchmark: ..."), from the nearest markdown heading
+    above it (found with markdown-it), for screen readers and search."""
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark")
+    section, count = "", 0
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            tokens = md.parse(cell.source)
+            for i, token in enumerate(tokens[:-1]):
+                if token.type == "heading_open":
+                    section, count = tokens[i + 1].content, 0
+            continue
+        for output in cell.get("outputs", []):
+            if any(m in output.get("data", {}) for m in _IMAGE_MIMES):
+                count += 1
+                label = f"Figure {count} in {section}" if section else f"Figure {count}"
+                output.setdefault("metadata", {})["worklog_alt"] = _alt_text(label)
+
+
+def _alt_text(text: str) -> str:
+    """Alt text safe inside ``![...]``: no brackets, backslashes or backticks, one line."""
+    return " ".join(text.replace("[", "(").replace("]", ")").replace("\\", "/").replace("`", "").split())
 
 
 def _cell(text: str) -> str:
@@ -225,6 +256,7 @@ def notebook_markdown(nb, files_dir: str) -> tuple[str, dict[str, bytes]]:
 
     nb = copy.deepcopy(nb)
     _trim_outputs(nb)
+    _label_figures(nb)
     exporter = MarkdownExporter(
         extra_loaders=[DictLoader({"worklog.md.j2": TEMPLATE})],
         template_file="worklog.md.j2",
