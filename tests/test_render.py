@@ -241,7 +241,7 @@ def test_figures_are_named_after_their_section():
     png = {"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"}
     nb = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_markdown_cell("## 6. Benchmark: 2^12 [to] 2^28\n\nText."),
-        nbformat.v4.new_code_cell("plot()", outputs=[nbformat.v4.new_output("display_data", data=png)] * 2),
+        nbformat.v4.new_code_cell("plot()", outputs=[nbformat.v4.new_output("display_data", data=png) for _ in range(2)]),
         nbformat.v4.new_markdown_cell("## 8. Roofline"),
         nbformat.v4.new_code_cell("roof()", outputs=[nbformat.v4.new_output("display_data", data=png)]),
     ])
