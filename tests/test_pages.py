@@ -81,6 +81,21 @@ def test_heatmap_html_scrolls_instead_of_widening_the_page():
     assert "Less" in out and "More" in out and "Mon" in out
 
 
+def test_heatmap_runs_on_to_the_target_date_as_days_to_come():
+    words = {D("2025-12-09"): 40, D("2025-12-11"): 10}
+    cells = heatmap_cells(words, until=D("2025-12-20"))
+    assert cells[0].date == D("2025-12-09") and cells[-1].date == D("2025-12-20")
+    assert [c.date for c in cells if c.ahead] == [D("2025-12-12") + dt.timedelta(days=i) for i in range(9)]
+    assert all(c.words is None and c.level == 0 for c in cells if c.ahead)
+    svg = heatmap_html(cells, lambda d: f"{d}/")
+    assert "<title>2025-12-20: target date</title>" in svg and "<title>2025-12-15: to come</title>" in svg
+    assert ">to come</text>" in svg  # the legend explains the outlines
+    # a target date already behind the last entry adds nothing; a far one is capped
+    assert heatmap_cells(words, until=D("2025-12-01")) == heatmap_cells(words)
+    far = heatmap_cells(words, until=D("2030-01-01"))
+    assert far[-1].date == D("2025-12-11") + dt.timedelta(days=366)
+
+
 def test_heatmap_of_no_entries_is_empty():
     assert heatmap_cells({}) == [] and heatmap_html([], lambda d: None) == ""
 

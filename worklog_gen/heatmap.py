@@ -36,15 +36,25 @@ class HeatmapCell:
     weekday: int
     words: int | None
     level: int
+    ahead: bool = False
+    """A day after the last entry, up to the target date: still to come."""
 
 
-def heatmap_cells(words: dict[dt.date, int]) -> list[HeatmapCell]:
+MAX_DAYS_AHEAD = 366
+"""The heatmap shows at most this many days past the last entry (a far target date
+would otherwise draw years of empty weeks)."""
+
+
+def heatmap_cells(words: dict[dt.date, int], until: dt.date | None = None) -> list[HeatmapCell]:
     """A cell for every day from the first to the last date in ``words`` (days
-    without an entry have ``words=None``). Levels split the days with words at the
-    quartiles of their word counts (one level per distinct count when few)."""
+    without an entry have ``words=None``), then, when ``until`` (the target date) is
+    later, every day up to it marked ``ahead`` (at most :data:`MAX_DAYS_AHEAD`), so
+    that the calendar shows the countdown still to go. Levels split the days with
+    words at the quartiles of their word counts (one level per distinct count when few)."""
     if not words:
         return []
     first, last = min(words), max(words)
+    end = last if until is None else max(last, min(until, last + dt.timedelta(days=MAX_DAYS_AHEAD)))
     monday = first - dt.timedelta(days=first.weekday())
     counts = sorted(w for w in words.values() if w > 0)
     if len(counts) >= 4:
@@ -52,11 +62,11 @@ def heatmap_cells(words: dict[dt.date, int]) -> list[HeatmapCell]:
     else:
         thresholds = counts[:-1]
     cells = []
-    for offset in range((last - first).days + 1):
+    for offset in range((end - first).days + 1):
         day = first + dt.timedelta(days=offset)
         count = words.get(day)
         level = 0 if not count else min(4, 1 + bisect.bisect_left(thresholds, count))
-        cells.append(HeatmapCell(day, (day - monday).days // 7, day.weekday(), count, level))
+        cells.append(HeatmapCell(day, (day - monday).days // 7, day.weekday(), count, level, ahead=day > last))
     return cells
 
 
@@ -70,7 +80,8 @@ def heatmap_html(cells: Sequence[HeatmapCell], href: Callable[[dt.date], str | N
     if not cells:
         return ""
     weeks = cells[-1].week + 1
-    legend_end = LEFT + 28 + 5 * STEP + 30  # "Less", five swatches, "More"
+    ahead = any(c.ahead for c in cells)
+    legend_end = LEFT + 28 + 5 * STEP + 30 + (58 if ahead else 0)  # "Less", five swatches, "More", "to come"
     width = max(LEFT + weeks * STEP + 16, legend_end)  # 16: room for a last month label
     height = TOP + 7 * STEP + 26
     out = [
@@ -87,10 +98,15 @@ def heatmap_html(cells: Sequence[HeatmapCell], href: Callable[[dt.date], str | N
         if after[0] - week >= 3:  # a label needs three columns; a month's first days win
             out.append(f'<text x="{LEFT + week * STEP}" y="{TOP - 6}">{name}</text>')
     for cell in cells:
-        words = "no entry" if cell.words is None else f"{cell.words} words"
+        if cell.ahead:  # still to come: an outline, the target date a darker one
+            words = "target date" if cell is cells[-1] else "to come"
+            style = f"fill:none;stroke:{LEVEL_FILLS[4] if cell is cells[-1] else LEVEL_FILLS[0]}"
+        else:
+            words = "no entry" if cell.words is None else f"{cell.words} words"
+            style = f"fill:{LEVEL_FILLS[cell.level]}"
         rect = (
             f'<rect x="{LEFT + cell.week * STEP}" y="{TOP + cell.weekday * STEP}" '
-            f'width="{CELL}" height="{CELL}" rx="2" style="fill:{LEVEL_FILLS[cell.level]}">'
+            f'width="{CELL}" height="{CELL}" rx="2" style="{style}">'
             f"<title>{cell.date.isoformat()}: {words}</title></rect>"
         )
         url = href(cell.date) if cell.words is not None else None
@@ -101,5 +117,10 @@ def heatmap_html(cells: Sequence[HeatmapCell], href: Callable[[dt.date], str | N
         x = LEFT + 28 + level * STEP
         out.append(f'<rect x="{x}" y="{legend_y}" width="{CELL}" height="{CELL}" rx="2" style="fill:{fill}"/>')
     out.append(f'<text x="{LEFT + 28 + 5 * STEP + 2}" y="{legend_y + CELL - 2}">More</text>')
+    if ahead:
+        x = LEFT + 28 + 5 * STEP + 30
+        out.append(f'<rect x="{x}" y="{legend_y}" width="{CELL}" height="{CELL}" rx="2" '
+                   f'style="fill:none;stroke:{LEVEL_FILLS[0]}"/>')
+        out.append(f'<text x="{x + STEP}" y="{legend_y + CELL - 2}">to come</text>')
     out += ["</svg>", "</div>"]
     return "\n".join(out)

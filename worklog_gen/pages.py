@@ -222,7 +222,7 @@ def home_page(log: Worklog, ctx: SiteContext) -> str:
         def href(day: dt.date) -> str:
             return f"{day.isoformat()}/" if ctx.use_directory_urls else f"{day.isoformat()}.html"
 
-        parts.append("## Words per day\n\n" + heatmap_html(heatmap_cells(words_by_date(log.entries)), href))
+        parts.append("## Words per day\n\n" + heatmap_html(heatmap_cells(words_by_date(log.entries), until=log.target_date), href))
         months = []
         for month, entries in timeline(log.entries):
             items = "\n".join(
