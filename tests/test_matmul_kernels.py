@@ -193,7 +193,8 @@ def test_grouped_order_is_a_permutation_banded_by_group_size_m(num_pid_m, num_pi
 def hopper_configs() -> dict:
     pytest.importorskip("triton")
     return top_level({"_hopper_configs", "_persistent_configs", "set_block_shapes", "AUTOTUNE_CONFIGS",
-                      "PERSISTENT_CONFIGS", "keep_configs", "check_config", "GROUP_SIZE_M"}, cpu=False)
+                      "PERSISTENT_CONFIGS", "keep_configs", "check_config", "GROUP_SIZE_M", "acc_regs",
+                      "MAX_ACC_REGS"}, cpu=False)
 
 
 SMEM_PER_BLOCK = 227 * 1024  # sm_90 (CUDA C Programming Guide, compute capability 9.0)
@@ -217,6 +218,24 @@ def test_pruning_keeps_configs_that_suit_the_dtype(hopper_configs, elem, block_k
     operands = fixed.num_stages * (kw["BLOCK_M"] + kw["BLOCK_N"]) * kw["BLOCK_K"] * elem
     epilogue = kw["BLOCK_M"] * kw["BLOCK_N"] * elem
     assert operands + epilogue <= SMEM_PER_BLOCK  # the fixed-config check must launch whatever the dtype
+
+
+@pytest.mark.parametrize("elem", [2, 4])
+def test_pruning_drops_accumulators_too_large_for_the_registers_unless_warp_specialized(hopper_configs, elem):
+    torch = pytest.importorskip("torch")
+    a = torch.empty(0, dtype=torch.float16 if elem == 2 else torch.float32)
+    configs, keep = hopper_configs["PERSISTENT_CONFIGS"], hopper_configs["keep_configs"]
+    acc_regs, limit = hopper_configs["acc_regs"], hopper_configs["MAX_ACC_REGS"]
+    plain = keep(configs, {"a_ptr": a}, WARP_SPECIALIZE=False)
+    ws = keep(configs, {"a_ptr": a}, WARP_SPECIALIZE=True)
+    assert all(acc_regs(c) <= limit for c in plain)
+    # the list holds 128x256 tiles on 4 warps (for warp specialization): 32768 fp32 accumulators over 128
+    # threads, 256 registers each
+    wide = [c for c in configs if c.num_warps == 4 and c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"] == 128 * 256]
+    assert wide and all(acc_regs(c) == 256 > limit for c in wide)
+    assert all(c in ws for c in wide if c.kwargs["BLOCK_K"] * elem == 128)
+    # every 8-warp 128x256 entry and every 128x128 one still reaches the non-specialized kernel
+    assert all(c in plain for c in configs if c.kwargs["BLOCK_K"] * elem == 128 and acc_regs(c) <= limit)
 
 
 def test_pruning_reads_the_dtype_through_a_host_descriptor(hopper_configs):
