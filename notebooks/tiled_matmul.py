@@ -37,6 +37,7 @@
 
 # %%
 import re
+import statistics
 
 import torch
 import triton
@@ -996,6 +997,9 @@ if CPU:
 # - fp16 and fp32-through-tf32, squares 1024 … 8192: the tuned versions.
 # - fp32 at 4096: the grouped kernel with each `input_precision`, against `torch.matmul`
 #   with tf32 allowed and not allowed, with the error of each against fp64.
+#
+# These are the numbers for the plots. The headline ratios against cuBLAS are timed again
+# in pairs in section 6.
 
 # %%
 TOL_VS_TORCH = {k: 2 * v for k, v in TOL.items()}  # two roundings (ours and cuBLAS's) instead of one
@@ -1193,34 +1197,177 @@ else:
 fig
 
 # %% [markdown]
-# ## 6. Headline figures
+# ## 6. Headline figures, timed in pairs
 #
-# Each ratio is the fastest Triton version's TFLOP/s over `torch.matmul`'s, same run, same
-# inputs. Targets on the H200: bf16 and fp16 at least 1.0× at 4096 and 8192 (stretch 1.05×),
-# tf32 at least 0.95×.
+# Each headline is a ratio, `torch.matmul`'s time over the best Triton kernel's, so above
+# 1 means faster than cuBLAS. Targets on the H200: bf16 and fp16 at least 1.0× at 4096 and
+# 8192 (stretch 1.05×), tf32 at least 0.95×.
+#
+# The sweep above times each provider once, one after the other. That is good enough for
+# the plots, but not for a ratio that sits within a few percent of 1. Under these loads the
+# card runs at its 700 W power limit, and its SM clock wanders with power and temperature:
+# in the tuning sessions it ran at 1.5–1.65 GHz of its 1.98 GHz, and the same cuBLAS call
+# measured anywhere from 669 to 743 TFLOP/s at 4096 within one session. Two medians taken
+# seconds apart carry that drift into their ratio. The headlines are therefore timed in
+# **pairs**:
+#
+# - **A round** times `torch.matmul` and the Triton kernel back to back with `do_bench`, on
+#   the same inputs, and takes the ratio of the two times. Rounds alternate which of the two
+#   goes first, so the slow clock drift inside a round favours neither side.
+# - **Selection.** The candidates are every configuration that version 5's pruning keeps
+#   for the dtype, with host-built descriptors and, where it compiled, with warp
+#   specialization. Each is checked against `torch.matmul` first. In each of
+#   `SELECT_ROUNDS` rounds every candidate is paired with cuBLAS once, starting from a
+#   different candidate each round, and the candidates are ranked by their median ratio.
+#   This does the autotuner's job again. The autotuner times each configuration once, one
+#   after another, so the same drift can decide its pick: in the previous frozen run it
+#   chose 128×128 tiles for tf32 at 4096, which measure about 7 % slower in pairs (see the
+#   tuning notes after version 5).
+# - **Headline.** The winner is timed again in `HEADLINE_ROUNDS` fresh rounds. The
+#   headline is their median ratio, and their minimum and maximum are the spread. Fresh
+#   rounds are needed because the best of several noisy medians is biased upwards: the
+#   winner's curse.
+#
+# Pairing changes how the kernels are timed, not which kernels are timed. Nothing here is
+# tuned to the noise: the candidates are the pruned configuration lists of section 2, and a
+# ratio whose spread includes 1 is a tie with cuBLAS, whatever its median.
 
 # %%
+SELECT_ROUNDS = 3  # rounds over all candidates to pick the best (each candidate: SELECT_ROUNDS pairs)
+HEADLINE_ROUNDS = 7  # fresh rounds for the winner's headline ratio and spread
+
+
+def _pair(reference, candidate, reference_first: bool, timer) -> tuple[float, float]:
+    """(reference ms, candidate ms), timed back to back in the order given."""
+    if reference_first:
+        t_ref = timer(reference)
+        return t_ref, timer(candidate)
+    t_cand = timer(candidate)
+    return timer(reference), t_cand
+
+
+def _ratio_stats(ref_ms: list[float], cand_ms: list[float]) -> dict:
+    ratios = [r / c for r, c in zip(ref_ms, cand_ms)]
+    return {"ratio": statistics.median(ratios), "ratio_lo": min(ratios), "ratio_hi": max(ratios),
+            "ref_ms": statistics.median(ref_ms), "cand_ms": statistics.median(cand_ms), "rounds": len(ratios),
+            "ratios": ratios, "ref_ms_all": ref_ms, "cand_ms_all": cand_ms}
+
+
+def paired_rounds(reference, candidate, rounds: int = 7, timer=None) -> dict:
+    """Time ``reference`` and ``candidate`` back to back in ``rounds`` rounds, alternating which one
+    goes first (the reference in even rounds), and return the ratio of their times round by round.
+
+    reference, candidate: callables without arguments that launch the GPU work (e.g.
+    ``lambda: torch.matmul(a, b)``). timer: callable -> ms for one callable; default
+    ``bench(fn).ms``, the ``do_bench`` median with the L2 flushed before every call.
+
+    Returns a dict: ``ratio`` (median over rounds of reference ms / candidate ms; above 1 means
+    the candidate is faster), ``ratio_lo`` and ``ratio_hi`` (min and max over rounds), ``ref_ms``
+    and ``cand_ms`` (medians, ms), ``rounds``, and the per-round lists ``ratios``, ``ref_ms_all``
+    and ``cand_ms_all``.
+
+    Raises ValueError if ``rounds`` < 1.
+    """
+    if rounds < 1:
+        raise ValueError(f"need at least one round, got {rounds}")
+    timer = timer or (lambda fn: bench(fn).ms)
+    ref_ms, cand_ms = [], []
+    for r in range(rounds):
+        t_ref, t_cand = _pair(reference, candidate, r % 2 == 0, timer)
+        ref_ms.append(t_ref)
+        cand_ms.append(t_cand)
+    return _ratio_stats(ref_ms, cand_ms)
+
+
+def rank_paired(reference, candidates: dict, rounds: int = 3, timer=None) -> list[tuple[str, dict]]:
+    """Rank ``candidates`` (name -> callable) by their paired ratio against ``reference``.
+
+    Each of ``rounds`` rounds pairs every candidate with the reference once, as in
+    :func:`paired_rounds`. The round starts from a different candidate each time and alternates
+    who goes first, so each candidate's pairs are spread over the whole measurement. Returns
+    ``[(name, stats)]``, best median ratio first; ``stats`` as :func:`paired_rounds` returns.
+
+    Raises ValueError with no candidates or ``rounds`` < 1.
+    """
+    if not candidates or rounds < 1:
+        raise ValueError(f"need candidates and at least one round, got {len(candidates)} and {rounds}")
+    timer = timer or (lambda fn: bench(fn).ms)
+    names = list(candidates)
+    times = {name: ([], []) for name in names}
+    for r in range(rounds):
+        start = r % len(names)
+        for i, name in enumerate(names[start:] + names[:start]):
+            t_ref, t_cand = _pair(reference, candidates[name], (r + i) % 2 == 0, timer)
+            times[name][0].append(t_ref)
+            times[name][1].append(t_cand)
+    ranked = [(name, _ratio_stats(*times[name])) for name in names]
+    return sorted(ranked, key=lambda item: -item[1]["ratio"])
+
+
+def headline_candidates(dtype_name: str, a: torch.Tensor, b: torch.Tensor) -> dict:
+    """Version 5 at every configuration its pruning keeps for ``a``'s dtype, as name -> callable
+    computing ``a @ b``: persistent-tma (host-built descriptors) and, where warp specialization
+    compiled for the dtype, persistent-tma-ws."""
+    candidates = {}
+    for ws in (False, True) if ws_on(dtype_name) else (False,):
+        name = "persistent-tma-ws" if ws else "persistent-tma"
+        for cfg in keep_configs(PERSISTENT_CONFIGS, {"a_ptr": a}, WARP_SPECIALIZE=ws):
+            candidates[f"{name} {config_label(cfg)}"] = (
+                lambda ws=ws, cfg=cfg: matmul_persistent(a, b, warp_specialize=ws, config=cfg))
+    return candidates
+
+
 TARGETS = {"bf16_4096_vs_torch": 1.0, "bf16_8192_vs_torch": 1.0, "fp16_4096_vs_torch": 1.0,
            "tf32_4096_vs_torch": 0.95}
-ratios = {}
+ratios, paired = {}, {}
+pair_rows = []
 if CPU:
     print("headline figures: skipped in CPU mode")
+elif not HAS_TMA:
+    print("headline figures: need version 5 (TMA), which this GPU or Triton lacks")
 else:
     for name in TARGETS:
-        dtype_name, shape = name.split("_")[:2]
-        best, ref = best_triton(dtype_name, shape), row(dtype_name, shape, TORCH)
-        ratios[name] = best["tflops"] / ref["tflops"]
-        headline(name, ratios[name], "x",
-                 f"best Triton version ({best['provider']}, {best['config'] or 'fixed config'}) TFLOP/s / "
-                 f"torch.matmul TFLOP/s, {dtype_name} M=N=K={shape}, same run and inputs, do_bench median")
-        verdict = "meets" if ratios[name] >= TARGETS[name] else "MISSES"
-        print(f"{name} = {ratios[name]:.3f}x ({best['provider']} {best['tflops']:.0f} vs torch {ref['tflops']:.0f} "
-              f"TFLOP/s): {verdict} the {TARGETS[name]}x target"
-              + (f", {'meets' if ratios[name] >= 1.05 else 'misses'} the 1.05x stretch" if TARGETS[name] == 1.0 else ""))
-    best = best_triton("bf16", "8192")
-    headline("bf16_8192_tflops", best["tflops"], "TFLOP/s",
-             f"fastest Triton version ({best['provider']}, {best['config']}), bf16 M=N=K=8192, do_bench median")
-    print(f"bf16_8192_tflops = {best['tflops']:.0f} TFLOP/s ({best['provider']})")
+        dtype_name, n = name.split("_")[0], int(name.split("_")[1])
+        a = torch.randn(n, n, device=DEVICE, dtype=DTYPES[dtype_name])
+        w = torch.randn(n, n, device=DEVICE, dtype=DTYPES[dtype_name])
+        b = w.T
+        expected = torch.matmul(a, b)
+        reference = lambda: torch.matmul(a, b)  # noqa: E731
+        candidates = headline_candidates(dtype_name, a, b)
+        for label, fn in candidates.items():
+            err = rel_err(fn(), expected)
+            assert err < TOL_VS_TORCH[dtype_name], f"{label} {dtype_name} {n}: {err:.2e} from torch"
+        ranking = rank_paired(reference, candidates, SELECT_ROUNDS)
+        best_label = ranking[0][0]
+        final = paired_rounds(reference, candidates[best_label], HEADLINE_ROUNDS)
+        paired[name] = dict(final, candidate=best_label, dtype=dtype_name, n=n, candidates=len(candidates))
+        ratios[name] = final["ratio"]
+        for stage, label, stats in [("select", lab, s) for lab, s in ranking] + [("headline", best_label, final)]:
+            for i, (t_ref, t_cand) in enumerate(zip(stats["ref_ms_all"], stats["cand_ms_all"])):
+                pair_rows.append({"headline": name, "stage": stage, "candidate": label, "round": i,
+                                  "torch_ms": t_ref, "triton_ms": t_cand, "ratio": t_ref / t_cand})
+        print(f"{name}: {len(candidates)} candidates, {SELECT_ROUNDS} paired rounds each (torch time / Triton time):")
+        for label, s in ranking:
+            print(f"  {label:40} median {s['ratio']:.3f}  [{s['ratio_lo']:.3f} .. {s['ratio_hi']:.3f}]")
+        flops = matmul_flops(n, n, n)
+        headline(name, final["ratio"], "x",
+                 f"median over {HEADLINE_ROUNDS} paired rounds of torch.matmul time / Triton time, {dtype_name} "
+                 f"M=N=K={n}, same inputs, do_bench medians timed back to back in alternating order; spread "
+                 f"{final['ratio_lo']:.3f}-{final['ratio_hi']:.3f}; {best_label}, the best of "
+                 f"{len(candidates)} configurations in {SELECT_ROUNDS} earlier rounds")
+        verdict = "meets" if final["ratio"] >= TARGETS[name] else "MISSES"
+        stretch = final["ratio"] >= 1.05
+        print(f"{name} = {final['ratio']:.3f}x, spread {final['ratio_lo']:.3f}-{final['ratio_hi']:.3f} over "
+              f"{HEADLINE_ROUNDS} fresh rounds ({best_label} {tflops(flops, final['cand_ms']):.0f} vs torch "
+              f"{tflops(flops, final['ref_ms']):.0f} TFLOP/s, medians): {verdict} the {TARGETS[name]}x target"
+              + (f", {'meets' if stretch else 'misses'} the 1.05x stretch" if TARGETS[name] == 1.0 else "") + "\n")
+        del a, w, b, expected, candidates
+    save_data("headline_pairs.csv", pair_rows)
+    best8 = paired["bf16_8192_vs_torch"]
+    headline("bf16_8192_tflops", tflops(matmul_flops(8192, 8192, 8192), best8["cand_ms"]), "TFLOP/s",
+             f"{best8['candidate']}, bf16 M=N=K=8192: median of its {HEADLINE_ROUNDS} paired-round do_bench medians")
+    print(f"bf16_8192_tflops = {tflops(matmul_flops(8192, 8192, 8192), best8['cand_ms']):.0f} TFLOP/s "
+          f"({best8['candidate']})")
 
 # %% [markdown]
 # ## 7. Interpretation
@@ -1242,9 +1389,12 @@ else:
 #   own. Warp specialization, where it compiled, goes further by giving loads and math
 #   separate warps.
 # - **Against cuBLAS at 4096.** Both sides run 3.88 waves of tiles (512 tiles of 128×256
-#   here, 512 of 256×128 in cuBLAS) and both are held to the card's power limit, so the
-#   ratio sits near 1 and moves by a few percent from run to run (see the tuning notes
-#   after version 5).
+#   here, 512 of 256×128 in cuBLAS), and both are held to the card's power limit. So the
+#   bf16 and fp16 ratios sit near 1, and a single unpaired ratio moves by a few percent
+#   from run to run; the paired headlines of section 6 carry their spread. In tf32, cuBLAS
+#   runs a 128×256×32 tile with two warp groups and no cluster, the same shape as our best
+#   tf32 configuration. What is left between the two is scheduling inside the kernel, not
+#   the tile (see the tuning notes after version 5).
 
 # %%
 def ratio(dtype_name: str, shape: str, num: str, den: str) -> float:
@@ -1273,7 +1423,7 @@ else:
         if row("bf16", s, "persistent-tma-ws"):
             print(f"warp specialization at {s}: {ratio('bf16', s, 'persistent-tma-ws', 'persistent-tma'):.3f}x "
                   f"over persistent-tma ({row('bf16', s, 'persistent-tma-ws')['config']})")
-    print()
+    print("\nFrom the sweep (one unpaired do_bench median per provider; the headlines of section 6 are paired):")
     for n in SQUARES:
         s = str(n)
         best, ref = best_triton("bf16", s), row("bf16", s, TORCH)
@@ -1302,5 +1452,6 @@ else:
     for r in precision_rows:
         print(f"fp32 4096 {r['provider']:24} {r['tflops'] / base['tflops']:5.2f}x the speed of grouped tf32, "
               f"error {r['rel_err']:.1e}")
-    print("\nheadline ratios against targets: " + ", ".join(
-        f"{k} {v:.3f}x ({'met' if v >= TARGETS[k] else 'missed'})" for k, v in ratios.items()))
+    print("\nheadline ratios against targets (median of paired rounds, spread in brackets): " + ", ".join(
+        f"{k} {v:.3f}x [{paired[k]['ratio_lo']:.3f}-{paired[k]['ratio_hi']:.3f}] "
+        f"({'met' if v >= TARGETS[k] else 'missed'})" for k, v in ratios.items()))

@@ -341,3 +341,66 @@ def test_persistent_kernel_uses_tma_and_warp_specializes_with_four_warps(sm90, d
     assert plain["tma"] and plain["wgmma"] and not plain["ws"]
     assert ws4["tma"] and ws4["wgmma"] and ws4["ws"]
     assert not ws8["ws"]  # with 8 warps Hopper falls back to software pipelining: why the WS configs use 4
+
+
+PAIRED = top_level({"_pair", "_ratio_stats", "paired_rounds", "rank_paired"}, cpu=True)
+
+
+class DriftingTimer:
+    """Stands in for ``bench(fn).ms``: a call costs the callable's base time (ms) times a clock factor
+    that grows by ``drift`` per call, as when a power-capped card slows down, and logs which callable
+    ran. The callables return their own names."""
+
+    def __init__(self, base: dict, drift: float):
+        self.base, self.drift, self.calls = base, drift, []
+
+    def __call__(self, fn) -> float:
+        name = fn()
+        self.calls.append(name)
+        return self.base[name] * (1 + self.drift) ** (len(self.calls) - 1)
+
+
+def named(name: str):
+    return lambda: name
+
+
+def test_paired_rounds_alternate_so_drift_favours_neither_side():
+    drift = 0.02
+    timer = DriftingTimer({"torch": 1.0, "triton": 1.0}, drift)  # equally fast; the clock slows 2 % a call
+    stats = PAIRED["paired_rounds"](named("torch"), named("triton"), rounds=7, timer=timer)
+    assert timer.calls == [name for r in range(7) for name in (("torch", "triton") if r % 2 == 0 else ("triton", "torch"))]
+    # each round's ratio is off by one call of drift, in alternating directions
+    assert stats["ratios"] == pytest.approx([1 / (1 + drift) if r % 2 == 0 else 1 + drift for r in range(7)])
+    assert abs(stats["ratio"] - 1) <= drift + 1e-12
+    assert stats["ratio_lo"] == pytest.approx(1 / (1 + drift)) and stats["ratio_hi"] == pytest.approx(1 + drift)
+    assert stats["rounds"] == 7 and len(stats["ref_ms_all"]) == len(stats["cand_ms_all"]) == 7
+
+
+def test_paired_rounds_report_the_ratio_of_times_and_the_medians():
+    timer = DriftingTimer({"torch": 1.0, "triton": 0.8}, 0.0)
+    stats = PAIRED["paired_rounds"](named("torch"), named("triton"), rounds=5, timer=timer)
+    assert stats["ratio"] == stats["ratio_lo"] == stats["ratio_hi"] == pytest.approx(1.25)  # above 1: Triton faster
+    assert stats["ref_ms"] == pytest.approx(1.0) and stats["cand_ms"] == pytest.approx(0.8)
+
+
+def test_rank_paired_ranks_by_median_ratio_and_rotates_the_first_candidate():
+    base = {"torch": 1.0, "fast": 0.9, "slow": 1.1, "even": 1.0}
+    timer = DriftingTimer(base, 0.005)
+    candidates = {name: named(name) for name in ("slow", "fast", "even")}
+    ranking = PAIRED["rank_paired"](named("torch"), candidates, rounds=3, timer=timer)
+    assert [name for name, _ in ranking] == ["fast", "even", "slow"]
+    assert all(stats["rounds"] == 3 for _, stats in ranking)
+    names = list(candidates)
+    for r in range(3):
+        round_calls = timer.calls[6 * r: 6 * r + 6]  # three pairs of two calls
+        pairs = [round_calls[2 * i: 2 * i + 2] for i in range(3)]
+        order = [next(n for n in pair if n != "torch") for pair in pairs]
+        assert order == names[r:] + names[:r]  # each round starts from the next candidate
+        assert all((pair[0] == "torch") == ((r + i) % 2 == 0) for i, pair in enumerate(pairs))
+
+
+def test_paired_helpers_reject_empty_measurements():
+    with pytest.raises(ValueError, match="at least one round"):
+        PAIRED["paired_rounds"](named("torch"), named("triton"), rounds=0, timer=DriftingTimer({}, 0))
+    with pytest.raises(ValueError, match="need candidates"):
+        PAIRED["rank_paired"](named("torch"), {}, timer=DriftingTimer({}, 0))
