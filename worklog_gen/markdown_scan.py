@@ -71,13 +71,21 @@ class Scan(NamedTuple):
 
 
 def scan(
-    lines: list[str], bodies: list[tuple[int, int]], *, fast: bool = True, index: LineIndex | None = None
+    lines: list[str],
+    bodies: list[tuple[int, int]],
+    *,
+    fast: bool = True,
+    index: LineIndex | None = None,
+    line_offset: int = 0,
 ) -> Scan:
     """Links, words and code lines of the entry bodies ``lines[first:stop]`` for each
     ``(first, stop)`` in ``bodies`` (0-based, in file order, not overlapping).
 
     ``index`` is a :class:`worklog_gen.line_index.LineIndex` of ``lines``, if the caller
-    has one. Never raises on content.
+    has one. ``lines`` may be a slice of a file that starts ``line_offset`` lines into
+    it (:mod:`worklog_gen.parallel` scans a file in parts): :attr:`Link.line` counts
+    from the file's start, :attr:`Scan.code_lines` index ``lines``. Never raises on
+    content.
     """
     index = index or LineIndex(lines)
     md = _markdown()
@@ -135,12 +143,12 @@ def scan(
                 if tok.type in _CODE_TOKENS:
                     code_lines.update(orig[c] for c in range(*tok.map) if orig[c] >= 0)
                 elif tok.type == "inline":
-                    text, found = _inline(None, tok.content, orig[tok.map[0]] + 1, envs[k], shortcut=True)
+                    text, found = _inline(None, tok.content, orig[tok.map[0]] + 1 + line_offset, envs[k], shortcut=True)
                     prose[k].append(text)
                     links[k] += found
         for k, a, content in direct:
             if k not in alone:
-                text, found = _inline(None, content, a + 1, envs[k], shortcut=True)
+                text, found = _inline(None, content, a + 1 + line_offset, envs[k], shortcut=True)
                 prose[k].append(text)
                 links[k] += found
     for k in sorted(alone):
@@ -151,7 +159,8 @@ def scan(
             if tok.type in _CODE_TOKENS and tok.map:
                 code_lines.update(range(a + tok.map[0], a + tok.map[1]))
             elif tok.type == "inline":
-                text, found = _inline(None if fast else md, tok.content, a + tok.map[0] + 1, env, shortcut=fast)
+                first_line = a + tok.map[0] + 1 + line_offset
+                text, found = _inline(None if fast else md, tok.content, first_line, env, shortcut=fast)
                 prose[k].append(text)
                 links[k] += found
     return Scan(

@@ -116,18 +116,20 @@ def parse_task(line: str, lineno: int = 0) -> Task | None:
 
 
 def entry_tasks(
-    lines: list[str], bodies: list[tuple[int, int]], skip: set[int], index: LineIndex
+    lines: list[str], bodies: list[tuple[int, int]], skip: set[int], index: LineIndex, *, line_offset: int = 0
 ) -> list[list[Task]]:
     """The tasks of each entry body ``lines[first:stop]``, ``(first, stop)`` in ``bodies``
     (0-based, sorted, not overlapping), in line order; lines in ``skip`` (code) are not
-    tasks. ``index`` is a :class:`worklog_gen.line_index.LineIndex` of ``lines``."""
+    tasks. ``index`` is a :class:`worklog_gen.line_index.LineIndex` of ``lines``; when
+    ``lines`` is a slice of a file that starts ``line_offset`` lines into it,
+    :attr:`Task.line` still counts from the file's start."""
     found: list[list[Task]] = [[] for _ in bodies]
     starts = [first for first, _ in bodies]
     for i in task_lines(index):
         k = bisect.bisect_right(starts, i) - 1
         if k < 0 or i >= bodies[k][1] or i in skip:
             continue
-        task = parse_task(lines[i], i + 1)
+        task = parse_task(lines[i], i + 1 + line_offset)
         if task is not None:
             found[k].append(task)
     return found
