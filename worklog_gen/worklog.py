@@ -72,9 +72,9 @@ from worklog_gen.headers import (
     infer_date_order,
 )
 from worklog_gen.line_index import LineIndex
-from worklog_gen.markdown_scan import scan
 from worklog_gen.model import DateOrder, Diagnostic, Entry, Link, SourceFile, Task, TaskStatus, Worklog
-from worklog_gen.tasks import entry_tasks, parse_task
+from worklog_gen.parallel import FileBodies, analyse
+from worklog_gen.tasks import parse_task
 from worklog_gen.words import count_words
 
 __all__ = [
@@ -132,8 +132,8 @@ def _prepare(text: str, path: str) -> _Prepared:
     return _Prepared(path, lines, fm, header_like, diagnostics, index)
 
 
-def _build(p: _Prepared, order: Literal["mdy", "dmy"], *, fast: bool = True) -> tuple[SourceFile, list[Diagnostic]]:
-    """Entries of one prepared file (dates read with ``order``), with their links, tasks and words."""
+def _build(p: _Prepared, order: Literal["mdy", "dmy"]) -> tuple[SourceFile, list[Diagnostic]]:
+    """Entries of one prepared file (dates read with ``order``), before their links, tasks and words."""
     lines = p.lines
     diagnostics = list(p.diagnostics)
     fm, fm_diags = read_front_matter(lines, p.fm, p.path)
@@ -174,13 +174,23 @@ def _build(p: _Prepared, order: Literal["mdy", "dmy"], *, fast: bool = True) -> 
             body = "\n".join(lines[fm_end:])
             entries.append(Entry(date, countdown, "", body, p.path, fm_end + 1, end_line=len(lines)))
     src.entries = entries
-    if entries:
-        bodies = [(e.line if e.header else e.line - 1, e.end_line) for e in entries]
-        found = scan(lines, bodies, fast=fast, index=p.index)
-        tasks = entry_tasks(lines, bodies, found.code_lines, p.index)
-        for k, e in enumerate(entries):
-            e.links, e.words, e.tasks = found.links[k], found.words[k], tasks[k]
     return src, diagnostics
+
+
+def _analyse(
+    prepared: list[_Prepared], files: list[SourceFile], *, fast: bool, min_entries: int | None, processes: int | None
+) -> None:
+    """Set the links, words and tasks of every entry of ``files`` (built from ``prepared``),
+    on several cores for a large log (:func:`worklog_gen.parallel.analyse`)."""
+    jobs = [
+        (src, FileBodies(p.lines, p.index, [(e.line if e.header else e.line - 1, e.end_line) for e in src.entries]))
+        for p, src in zip(prepared, files)
+        if src.entries
+    ]
+    found = analyse([job for _, job in jobs], fast=fast, min_entries=min_entries, processes=processes)
+    for (src, _), (links, words, tasks) in zip(jobs, found):
+        for e, e_links, e_words, e_tasks in zip(src.entries, links, words, tasks):
+            e.links, e.words, e.tasks = e_links, e_words, e_tasks
 
 
 def _assemble(files: list[SourceFile], diagnostics: list[Diagnostic], order: Literal["mdy", "dmy"]) -> Worklog:
@@ -258,19 +268,29 @@ def parse(text: str, path: str | Path = "<string>", *, date_order: DateOrder = "
 
 
 def _parse_texts(
-    texts: list[tuple[str, str]], *, date_order: DateOrder, fast: bool = True, extra: list[Diagnostic] | None = None
+    texts: list[tuple[str, str]],
+    *,
+    date_order: DateOrder,
+    fast: bool = True,
+    extra: list[Diagnostic] | None = None,
+    parallel_min_entries: int | None = None,
+    parallel_processes: int | None = None,
 ) -> Worklog:
     """Parse ``(path, text)`` pairs into one :class:`Worklog`; ``extra`` diagnostics
-    (from decoding) join the parser's. ``fast=False`` is the reference analysis."""
+    (from decoding) join the parser's. ``fast=False`` is the reference analysis.
+    ``parallel_min_entries`` and ``parallel_processes`` override the size from which
+    entries are analysed in several processes, and how many (``min_entries`` and
+    ``processes`` of :func:`worklog_gen.parallel.analyse`)."""
     with _no_cycle_collection():
         prepared = [_prepare(text, path) for path, text in texts]
         order, diagnostics = infer_date_order(((p.path, i, m) for p in prepared for i, m in p.header_like), date_order)
         diagnostics += extra or []
         files = []
         for p in prepared:
-            src, more = _build(p, order, fast=fast)
+            src, more = _build(p, order)
             files.append(src)
             diagnostics += more
+        _analyse(prepared, files, fast=fast, min_entries=parallel_min_entries, processes=parallel_processes)
         return _assemble(files, diagnostics, order)
 
 
