@@ -220,3 +220,26 @@ def test_chunks_tile_the_entries_in_order(body_lengths, n):
     assert len(chunks) == n and all(chunks)
     flat = [(k, e) for chunk in chunks for k, a, b in chunk for e in range(a, b)]
     assert flat == [(k, e) for k, f in enumerate(files) for e in range(len(f.bodies))]
+
+
+def test_the_mkdocs_plugin_builds_the_same_site_in_parallel(build_site, monkeypatch):
+    """The plugin's ``load`` takes the parallel path (threshold from the environment)
+    and the pages are byte for byte those of the serial build."""
+    if len(parallel.os.sched_getaffinity(0)) < 2:
+        pytest.skip("one CPU: load() analyses serially")
+    entries = [
+        format_header(dt.date(2025, 11, 1) + dt.timedelta(days=k), 60 - k)
+        + f"\nRead [part {k}](https://example.org/{k}) - Done\n\n- [ ] BLOCK_SIZE sweep {k}\n"
+        for k in range(30)
+    ]
+    text = "# Worklog\n\n" + "\n".join(entries)
+    monkeypatch.setenv(MIN_ENTRIES_ENV, str(SERIAL))
+    serial = build_site(text)
+    assert parallel.last_plan.processes == 1
+    monkeypatch.setenv(MIN_ENTRIES_ENV, "10")
+    forced = build_site(text)
+    assert parallel.last_plan.processes >= 2
+    pages = sorted(p.relative_to(serial) for p in serial.rglob("*.html"))
+    assert len(pages) > 30 and pages == sorted(p.relative_to(forced) for p in forced.rglob("*.html"))
+    for page in pages:
+        assert (forced / page).read_bytes() == (serial / page).read_bytes(), page
