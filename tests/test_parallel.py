@@ -128,6 +128,16 @@ def test_blocks_left_open_at_every_chunk_boundary(tail):
     assert_same(serial, forced)
 
 
+@pytest.mark.parametrize("end", ["", "\n"])
+def test_chunks_of_empty_entries(end):
+    """Headers with nothing under them (a chunk's slice of lines may be empty)."""
+    heads = [format_header(dt.date(2025, 1, 1) + dt.timedelta(days=k), 50 - k) for k in range(40)]
+    heads[::7] = [h + "\nx [a](https://a.org) - Done" for h in heads[::7]]
+    serial, forced = both_ways([("empty.md", "\n".join(heads) + end)])
+    assert sum(not e.body for e in serial.entries) > 30
+    assert_same(serial, forced)
+
+
 def test_several_files_parse_the_same_both_ways():
     texts = [(f"log{k}.md", generated_log(n, seed=10 + k, path_tag=str(k))) for k, n in enumerate([1, 0, 40, 7, 300])]
     texts.append(("2025-12-09.md", "---\ncountdown: 3\n---\nOne entry [per file](https://p.org) - Done\n"))

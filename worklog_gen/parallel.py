@@ -109,8 +109,9 @@ def analyse(
     ``min_entries`` (default: the environment variable :data:`MIN_ENTRIES_ENV`, else
     :data:`PARALLEL_MIN_ENTRIES`) is the fewest entries, over all files, analysed in
     parallel; ``processes`` (default: the CPUs this process may use) the most processes
-    to analyse them in, this one included. ``fast`` is passed to :func:`~worklog_gen.markdown_scan.scan`.
-    Falls back to the serial analysis when worker processes cannot be started.
+    to analyse them in, this one included. ``fast`` is passed to
+    :func:`~worklog_gen.markdown_scan.scan`. Falls back to the serial analysis when
+    worker processes cannot be started (logged as a warning).
 
     Raises:
         ValueError: :data:`MIN_ENTRIES_ENV` is set but not an integer.
