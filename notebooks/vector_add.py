@@ -939,9 +939,14 @@ else:
 # * *The CUDA kernels.* One element per thread keeps too few bytes in flight: the line
 #   above computes how much memory latency the loads the GPU can hold at once would
 #   cover at the rate the kernel achieved. 16-byte loads quadruple the bytes in flight per
-#   thread; the grid-stride loop with two vectors per pass doubles them again and removes
-#   the turnover of a million blocks. In bf16 the one-element kernel moves only 2 bytes per
-#   load, so it falls further behind there.
+#   thread, and that alone brings the kernel level with `torch.add`. The grid-stride loop
+#   with two vectors per pass was meant to double the bytes in flight again and to save the
+#   turnover of a million short blocks, but on the H200 it came out *slower* than the plain
+#   16-byte kernel (the table above). Our reading, not yet checked with a profiler: once the
+#   16-byte kernel already covers the memory latency, more bytes per thread buy nothing,
+#   while a grid sized to one wave of resident blocks ends unevenly (the SMs whose blocks
+#   finish first idle while the last ones drain) and the loop adds its own instructions.
+#   In bf16 the one-element kernel moves only 2 bytes per load, so it falls further behind.
 # * *Small sizes.* Below the half-bandwidth size the kernels are all alike: the fixed cost
 #   of a launch dominates and no choice of block size helps. Only fusing work into fewer
 #   launches (or CUDA graphs) does.
