@@ -257,3 +257,14 @@ def test_a_docs_page_in_the_way_is_an_error(build_site, caplog):
     with pytest.raises(Abort):
         build_site(SMALL_LOG, docs={"index.md": "# Home\n", "worklog/tasks.md": "# Mine\n"}, strict=False)
     assert any("docs/worklog/tasks.md clashes" in r.getMessage() for r in caplog.records)
+
+
+def test_an_unreadable_frozen_notebook_stops_the_build_naming_it(build_site, fake_render, monkeypatch, caplog):
+    def broken(topic_id, title, notebook, store_dir, root):
+        raise ValueError(f"notebooks/_freeze/{notebook.stem}/{notebook.stem}.ipynb: cannot read the frozen notebook")
+
+    monkeypatch.setattr(plugin_module.render, "render_topic", broken)
+    with pytest.raises(Abort):
+        build_site(SMALL_LOG, plugin={"topics": TOPICS}, strict=False)
+    assert any("topic 'vector-add': notebooks/_freeze/vector_add/vector_add.ipynb: cannot read" in r.getMessage()
+               for r in caplog.records)

@@ -136,14 +136,20 @@ class WorklogPlugin(BasePlugin[WorklogConfig]):
             body = "*No notebook for this topic yet.*"
             if topic.notebook:
                 with_notebook.append((topic.id, topic.title, Path(topic.notebook)))
-                rendered = render.render_topic(topic.id, topic.title, Path(topic.notebook), store, self.root)
+                try:
+                    rendered = render.render_topic(topic.id, topic.title, Path(topic.notebook), store, self.root)
+                except (OSError, ValueError) as exc:  # an unreadable notebook or store file, named
+                    raise PluginError(f"worklog: topic '{topic.id}': {exc}") from exc
                 body = rendered.markdown
                 self._add_rendered(rendered, "topics", extra)
             src = f"topics/{topic.id}.md"
             pages[src] = topic_page(topic.title, body, mentions, ctx, topic.id)
             items.append({topic.title: src})
         if with_notebook:
-            rendered = render.render_kernels_page(with_notebook, store, self.root)
+            try:
+                rendered = render.render_kernels_page(with_notebook, store, self.root)
+            except (OSError, ValueError) as exc:
+                raise PluginError(f"worklog: Kernels page: {exc}") from exc
             body = rendered.markdown.strip("\n")
             pages["kernels.md"] = (body if body.lstrip().startswith("# ") else f"# Kernels\n\n{body}") + "\n"
             self._add_rendered(rendered, "", extra)
