@@ -10,7 +10,8 @@ This module runs the parse; each rule lives in the module named after it:
 :mod:`~worklog_gen.headers` (header lines, dates, month/day order),
 :mod:`~worklog_gen.repair` (damaged exports), :mod:`~worklog_gen.markdown_scan`
 (links and prose, with markdown-it-py), :mod:`~worklog_gen.words` (word counts),
-:mod:`~worklog_gen.tasks` (status markers). The data model is in
+:mod:`~worklog_gen.tasks` (status markers), :mod:`~worklog_gen.parallel` (links,
+words and tasks of a large log's entries in several processes). The data model is in
 :mod:`~worklog_gen.model` and re-exported here. Data flows one way: this module
 knows nothing of pages, MkDocs or notebooks.
 
