@@ -139,7 +139,7 @@ def main() -> None:
     bodies = entry_bodies(args.log)
     text = build_log(args.entries, bodies)
     n_lines = text.count("\n") + 1
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cpus = parallel.usable_cpus()
     print(f"log: {args.entries} entries, {n_lines} lines, {len(text.encode()) / 1e6:.1f} MB (bodies from {len(bodies)} entries)")
     print(
         f"Python {platform.python_version()}, markdown-it-py {version('markdown-it-py')}, {os.cpu_count()} CPUs "

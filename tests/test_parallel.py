@@ -13,6 +13,7 @@ import dataclasses
 import datetime as dt
 import multiprocessing
 import random
+import sys
 import threading
 
 import pytest
@@ -26,6 +27,7 @@ from worklog_gen.worklog import _parse_texts, format_header, load
 
 SERIAL = 10**9
 """A threshold no test log reaches: the serial path."""
+forks = pytest.mark.skipif(sys.platform != "linux", reason="workers are forked only on Linux")
 
 PIECES = [
     "Read [Making Deep Learning Go Brrrr](https://horace.io/brrr_intro.html) twice.",
@@ -93,6 +95,7 @@ def assert_same(serial, forced) -> None:
     assert forced == serial  # every field of the log, its files and entries
 
 
+@forks
 @pytest.mark.parametrize("processes", [2, 3])
 def test_large_generated_log_parses_the_same_both_ways(processes):
     text = generated_log(3000, seed=processes)
@@ -105,6 +108,7 @@ def test_large_generated_log_parses_the_same_both_ways(processes):
     assert_same(serial, forced)
 
 
+@forks
 @pytest.mark.parametrize(
     "tail",
     [
@@ -128,6 +132,7 @@ def test_blocks_left_open_at_every_chunk_boundary(tail):
     assert_same(serial, forced)
 
 
+@forks
 @pytest.mark.parametrize("end", ["", "\n"])
 def test_chunks_of_empty_entries(end):
     """Headers with nothing under them (a chunk's slice of lines may be empty)."""
@@ -138,6 +143,7 @@ def test_chunks_of_empty_entries(end):
     assert_same(serial, forced)
 
 
+@forks
 def test_several_files_parse_the_same_both_ways():
     texts = [(f"log{k}.md", generated_log(n, seed=10 + k, path_tag=str(k))) for k, n in enumerate([1, 0, 40, 7, 300])]
     texts.append(("2025-12-09.md", "---\ncountdown: 3\n---\nOne entry [per file](https://p.org) - Done\n"))
@@ -147,8 +153,9 @@ def test_several_files_parse_the_same_both_ways():
     assert_same(serial, forced)
 
 
+@forks
 def test_load_takes_the_threshold_from_the_environment(tmp_path, monkeypatch):
-    if len(parallel.os.sched_getaffinity(0)) < 2:
+    if parallel.usable_cpus() < 2:
         pytest.skip("one CPU: load() analyses serially")
     for k in range(3):
         (tmp_path / f"part{k}.md").write_text(generated_log(200, seed=20 + k), encoding="utf-8")
@@ -172,6 +179,13 @@ def test_small_logs_are_analysed_serially():
     assert parallel.last_plan.processes == 1 and "fewer than" in parallel.last_plan.reason
 
 
+def test_workers_are_forked_only_on_linux(monkeypatch):
+    monkeypatch.setattr(parallel.sys, "platform", "darwin")
+    _parse_texts([("x.md", generated_log(50, seed=1))], date_order="auto", parallel_min_entries=0, parallel_processes=2)
+    assert parallel.last_plan.processes == 1 and "darwin" in parallel.last_plan.reason
+
+
+@forks
 def test_the_pool_leaves_no_process_or_thread_behind():
     threads = threading.active_count()
     for _ in range(3):
@@ -180,6 +194,7 @@ def test_the_pool_leaves_no_process_or_thread_behind():
     assert threading.active_count() == threads
 
 
+@forks
 def test_workers_that_cannot_start_fall_back_to_the_serial_analysis(monkeypatch):
     class NoPool:
         def __init__(self, *args, **kwargs):
@@ -198,6 +213,7 @@ def _parse_in_daemon(text: str, queue) -> None:
     queue.put((parallel.last_plan, [dataclasses.astuple(e) for e in log.entries]))
 
 
+@forks
 def test_a_daemonic_process_analyses_serially():
     text = generated_log(100, seed=5)
     serial = _parse_texts([("x.md", text)], date_order="auto", parallel_min_entries=SERIAL)
@@ -232,10 +248,11 @@ def test_chunks_tile_the_entries_in_order(body_lengths, n):
     assert flat == [(k, e) for k, f in enumerate(files) for e in range(len(f.bodies))]
 
 
+@forks
 def test_the_mkdocs_plugin_builds_the_same_site_in_parallel(build_site, monkeypatch):
     """The plugin's ``load`` takes the parallel path (threshold from the environment)
     and the pages are byte for byte those of the serial build."""
-    if len(parallel.os.sched_getaffinity(0)) < 2:
+    if parallel.usable_cpus() < 2:
         pytest.skip("one CPU: load() analyses serially")
     entries = [
         format_header(dt.date(2025, 11, 1) + dt.timedelta(days=k), 60 - k)

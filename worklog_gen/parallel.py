@@ -5,9 +5,10 @@ The per-entry analysis (:func:`worklog_gen.markdown_scan.scan` and
 on its own, so a large log can be cut into contiguous *chunks* of entries, analysed
 in separate processes, and the results put back in order. :func:`analyse` does that
 for logs of at least :data:`PARALLEL_MIN_ENTRIES` entries when more than one CPU is
-available; smaller logs, one-CPU machines, platforms without ``fork`` and daemonic
-processes (which may not have children) are analysed serially, in this process, as
-are all logs when worker processes cannot be started.
+available; smaller logs, one-CPU machines, platforms other than Linux (where ``fork``
+is missing, or unsafe as on macOS) and daemonic processes (which may not have
+children) are analysed serially, in this process, as are all logs when worker
+processes cannot be started.
 
 This process and the workers of a :class:`~concurrent.futures.ProcessPoolExecutor`
 (one fewer than the CPUs) take chunks one at a time from a shared counter, so that a
@@ -30,6 +31,7 @@ import itertools
 import logging
 import multiprocessing
 import os
+import sys
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -141,6 +143,14 @@ def analyse_file(f: FileBodies, *, fast: bool = True) -> Analysis:
     return Analysis(found.links, found.words, entry_tasks(f.lines, f.bodies, found.code_lines, f.index))
 
 
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where there is one, as in
+    containers and under ``taskset``), else all of the machine's."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def _processes(n_entries: int, min_entries: int | None, processes: int | None) -> tuple[int, str]:
     """How many processes to analyse ``n_entries`` entries with, and why only one."""
     if min_entries is None:
@@ -150,14 +160,14 @@ def _processes(n_entries: int, min_entries: int | None, processes: int | None) -
         except ValueError:
             raise ValueError(f"{MIN_ENTRIES_ENV}={env!r}: expected a whole number of entries") from None
     if processes is None:
-        processes = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        processes = usable_cpus()
     least = max(min_entries, 2)
     if n_entries < least:
         return 1, f"{n_entries} entries, fewer than {least}"
     if processes < 2:
         return 1, "one CPU"
-    if "fork" not in multiprocessing.get_all_start_methods():
-        return 1, "no fork on this platform"
+    if sys.platform != "linux" or "fork" not in multiprocessing.get_all_start_methods():
+        return 1, f"workers are forked only on Linux, not on {sys.platform}"
     if multiprocessing.current_process().daemon:
         return 1, "a daemonic process may not have children"
     return processes, ""
