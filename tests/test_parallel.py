@@ -208,6 +208,25 @@ def test_workers_that_cannot_start_fall_back_to_the_serial_analysis(monkeypatch)
     assert_same(serial, fallback)
 
 
+@forks
+def test_an_error_in_this_process_propagates_after_the_pool_is_shut_down(monkeypatch):
+    """An error in this process's share (here, on its first chunk) reaches the caller,
+    with no worker left running and the module's slot cleared."""
+    segment = parallel._analyse_segment
+
+    def fails_here(f, a, b, fast):
+        if parallel.os.getpid() == parent:
+            raise RuntimeError("boom")
+        return segment(f, a, b, fast)
+
+    parent = parallel.os.getpid()
+    monkeypatch.setattr(parallel, "_analyse_segment", fails_here)
+    with pytest.raises(RuntimeError, match="boom"):
+        _parse_texts([("x.md", generated_log(400, seed=6))], date_order="auto", parallel_min_entries=0)
+    assert multiprocessing.active_children() == []
+    assert parallel._WORK is None
+
+
 def _parse_in_daemon(text: str, queue) -> None:
     log = _parse_texts([("x.md", text)], date_order="auto", parallel_min_entries=0, parallel_processes=2)
     queue.put((parallel.last_plan, [dataclasses.astuple(e) for e in log.entries]))

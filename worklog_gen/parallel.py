@@ -213,8 +213,13 @@ def _analyse_in_pool(
             # an error, so that repeated builds (mkdocs serve) leave no process behind.
             with ProcessPoolExecutor(processes - 1, mp_context=context) as pool:
                 futures = [pool.submit(_work) for _ in range(processes - 1)]
-                for j in _claim(next_chunk, len(chunks)):
-                    parts[j] = [_analyse_segment(files[k], a, b, fast) for k, a, b in chunks[j]]
+                try:
+                    for j in _claim(next_chunk, len(chunks)):
+                        parts[j] = [_analyse_segment(files[k], a, b, fast) for k, a, b in chunks[j]]
+                except BaseException:  # an error or Ctrl-C here: the workers take no more chunks
+                    with next_chunk.get_lock():
+                        next_chunk.value = len(chunks)
+                    raise
                 for future in futures:
                     for j, packed in future.result():
                         parts[j] = [_unpack(segment) for segment in packed]
