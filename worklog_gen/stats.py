@@ -14,6 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from worklog_gen.tasks import strip_markers
 from worklog_gen.worklog import Entry, Task, TaskStatus
 
 
@@ -100,17 +101,13 @@ def reading_list(entries: Iterable[Entry]) -> list[ReadingItem]:
     return list(items.values())
 
 
-_TASK_MARKERS = re.compile(
-    r"(?:[\s\-–—:;,.]*(?:done|next|(?:->|→)\s*(?:tmr|tomorrow)|(?:->|→)))+[\s;:,.!]*$", re.IGNORECASE
-)
-
-
 def normalise_task(text: str) -> str:
     """The text a carried task and its later done task share: status markers at the
     end (``- Done;``, ``-> Tmr``, ``Next``) removed, case folded, everything but
     letters and digits turned to single spaces.
-    ``"Finish Einsum today; - Done"`` -> ``"finish einsum today"``."""
-    text = _TASK_MARKERS.sub("", text.strip())
+    ``"Finish Einsum today; - Done"`` -> ``"finish einsum today"``. The markers are
+    the parser's (:func:`worklog_gen.tasks.strip_markers`)."""
+    text = strip_markers(text.strip())
     return " ".join(re.sub(r"[^\w]+|_", " ", text.casefold()).split())
 
 

@@ -105,14 +105,25 @@ def parse_task(line: str, lineno: int = 0) -> Task | None:
         status = markers[-1][2]
     if status is None:
         return None
-    # Strip the chain of markers that ends the line.
-    while markers and not rest[markers[-1][1] :].strip(" \t;.,!)"):
-        rest = rest[: markers[-1][0]]
-        markers.pop()
-    text = rest.rstrip(" \t;,-\u2013\u2014")
+    text = _strip(rest, markers)
     if not text.strip():
         return None
     return Task(text.strip(), status, lineno)
+
+
+def strip_markers(text: str) -> str:
+    """``text`` without the chain of status markers that ends it, nor the separators
+    before them: ``"Finish Einsum today; - Done"`` -> ``"Finish Einsum today"``.
+    Markers inside the text stay. The rule :func:`parse_task` uses for :attr:`Task.text`."""
+    return _strip(text, status_markers(text))
+
+
+def _strip(text: str, markers: list[tuple[int, int, TaskStatus]]) -> str:
+    markers = list(markers)
+    while markers and not text[markers[-1][1] :].strip(" \t;.,!)"):
+        text = text[: markers[-1][0]]
+        markers.pop()
+    return text.rstrip(" \t;,-\u2013\u2014")
 
 
 def entry_tasks(
