@@ -546,9 +546,9 @@ def check_config(configs, a: torch.Tensor, warp_specialize: bool = False) -> tri
 
 
 def config_label(cfg: triton.Config) -> str:
-    """e.g. ``128x256x64 w8 s3 subtile``."""
+    """e.g. ``128x256x64 w8 s3 g8 subtile``: tile, warps, stages, GROUP_SIZE_M, epilogue subtile."""
     kw = cfg.kwargs
-    label = f"{kw['BLOCK_M']}x{kw['BLOCK_N']}x{kw['BLOCK_K']} w{cfg.num_warps} s{cfg.num_stages}"
+    label = f"{kw['BLOCK_M']}x{kw['BLOCK_N']}x{kw['BLOCK_K']} w{cfg.num_warps} s{cfg.num_stages} g{kw['GROUP_SIZE_M']}"
     return label + (" subtile" if kw.get("EPILOGUE_SUBTILE") else "")
 
 
@@ -581,15 +581,25 @@ def matmul_autotuned(a: torch.Tensor, b: torch.Tensor, config: triton.Config | N
 # %% [markdown]
 # ### Version 5: persistent, TMA, warp specialization
 #
-# Four changes, each aimed at what still separates version 4 from cuBLAS on Hopper:
+# Five changes, each aimed at what still separates version 4 from cuBLAS on Hopper:
 #
-# - **Persistent grid.** Launch one program per SM (NUM_SMS programs) and let each loop over
-#   tiles `tile_id = pid, pid + NUM_SMS, …` in grouped order. There is no tail of
-#   half-empty waves to schedule, and the compiler can overlap one tile's epilogue (the
-#   store of C) with the next tile's first loads: the `flatten=True` option of `tl.range`
-#   merges the two loops so the software pipeliner sees one stream of K steps. The epilogue
-#   recomputes its tile from its own counter `tile_id_c`, as Triton's persistent-matmul
-#   tutorial does, so the prologue's and epilogue's values stay independent.
+# - **Persistent grid.** Launch at most one program per SM and let each loop over tiles
+#   `tile_id = pid, pid + P, …` in grouped order, P being the number of programs. There is
+#   no tail of half-empty waves to schedule, and the compiler can overlap one tile's
+#   epilogue (the store of C) with the next tile's first loads: the `flatten=True` option
+#   of `tl.range` merges the two loops so the software pipeliner sees one stream of K
+#   steps. The epilogue recomputes its tile from its own counter `tile_id_c`, as Triton's
+#   persistent-matmul tutorial does, so the prologue's and epilogue's values stay
+#   independent.
+# - **A balanced grid.** P is not simply the SM count. At M = N = K = 4096 there are 512
+#   tiles of 128×256; on 132 SMs that takes 4 rounds whatever P is, because 3 rounds hold only
+#   396 tiles. `balanced_programs` launches the fewest programs that still need only those 4
+#   rounds: 128, each taking exactly 4 tiles. Nothing finishes later, four SMs stay idle on a
+#   card that is at its power limit anyway, and every round then covers exactly the same
+#   tiles of the grouped order: with GROUP_SIZE_M = 16, a round is a 16 × 8 patch of tiles
+#   that reads 16 row panels of A and 8 column panels of B (16 + 16 MiB at 4096 in bf16).
+#   With 132 programs a round straddles two patches. In paired rounds against cuBLAS this
+#   was worth 1–2.5 % (the notes after this version).
 # - **TMA through tensor descriptors, built on the host.** A descriptor describes a matrix
 #   (base, shape, strides) and the box one copy moves; `desc.load([row, col])` then issues
 #   one TMA copy of a whole box into shared memory, with the address arithmetic, bounds
@@ -626,16 +636,17 @@ def persistent_tiles(
     GROUP_SIZE_M: tl.constexpr,
     INPUT_PRECISION: tl.constexpr,
     EPILOGUE_SUBTILE: tl.constexpr,  # store C as two BLOCK_M x BLOCK_N/2 halves
-    NUM_SMS: tl.constexpr,  # programs launched; each loops over tiles NUM_SMS apart
     WARP_SPECIALIZE: tl.constexpr,  # producer (TMA) / consumer (wgmma) warps
     FLATTEN: tl.constexpr,  # merge tile and K loops for the pipeliner (off with warp specialization)
 ):
-    """The persistent loop: this program's tiles of C, each reduced over K with TMA loads and ``tl.dot``."""
+    """The persistent loop: this program's tiles of C, each reduced over K with TMA loads and ``tl.dot``.
+    Program p takes tiles p, p + P, p + 2P, ... of the grouped order, P being the number of programs."""
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     k_tiles = tl.cdiv(K, BLOCK_K)
-    tile_id_c = tl.program_id(0) - NUM_SMS  # the epilogue's own tile counter
-    for tile_id in tl.range(tl.program_id(0), num_pid_m * num_pid_n, NUM_SMS,
+    num_programs = tl.num_programs(0)  # the launcher picks it: see balanced_programs
+    tile_id_c = tl.program_id(0) - num_programs  # the epilogue's own tile counter
+    for tile_id in tl.range(tl.program_id(0), num_pid_m * num_pid_n, num_programs,
                             flatten=FLATTEN, warp_specialize=WARP_SPECIALIZE):
         pid_m, pid_n = grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)  # (BLOCK_M, BLOCK_N)
@@ -643,7 +654,7 @@ def persistent_tiles(
             a = a_desc.load([pid_m * BLOCK_M, ki * BLOCK_K])  # (BLOCK_M, BLOCK_K), zero past the edge
             w = w_desc.load([pid_n * BLOCK_N, ki * BLOCK_K])  # (BLOCK_N, BLOCK_K)
             acc = tl.dot(a, w.T, acc, input_precision=INPUT_PRECISION)  # (BLOCK_M, BLOCK_N)
-        tile_id_c += NUM_SMS
+        tile_id_c += num_programs
         pid_m, pid_n = grouped_tile(tile_id_c, num_pid_m, num_pid_n, GROUP_SIZE_M)
         if EPILOGUE_SUBTILE:
             halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))  # (BLOCK_M, BLOCK_N/2, 2)
@@ -660,10 +671,10 @@ def matmul_persistent_kernel(
     M, N, K,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GROUP_SIZE_M: tl.constexpr, INPUT_PRECISION: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,
-    NUM_SMS: tl.constexpr, FLATTEN: tl.constexpr,
+    FLATTEN: tl.constexpr,
 ):
     persistent_tiles(a_desc, w_desc, c_desc, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_SIZE_M, INPUT_PRECISION,
-                     EPILOGUE_SUBTILE, NUM_SMS, False, FLATTEN)
+                     EPILOGUE_SUBTILE, False, FLATTEN)
 
 
 @triton.jit
@@ -673,7 +684,7 @@ def matmul_persistent_ws_kernel(
     stride_am, stride_wn, stride_cm,  # row strides in elements; each a multiple of 16 bytes (TMA)
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GROUP_SIZE_M: tl.constexpr, INPUT_PRECISION: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,
-    NUM_SMS: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, FLATTEN: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr, FLATTEN: tl.constexpr,
 ):
     # descriptors built in the kernel: Triton 3.6's warp specialization rejects stores through host-built ones
     a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1],
@@ -683,7 +694,27 @@ def matmul_persistent_ws_kernel(
     c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
                                        block_shape=[BLOCK_M, BLOCK_N // 2 if EPILOGUE_SUBTILE else BLOCK_N])
     persistent_tiles(a_desc, w_desc, c_desc, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_SIZE_M, INPUT_PRECISION,
-                     EPILOGUE_SUBTILE, NUM_SMS, WARP_SPECIALIZE, FLATTEN)
+                     EPILOGUE_SUBTILE, WARP_SPECIALIZE, FLATTEN)
+
+
+def balanced_programs(tiles: int, slots: int | None = None) -> int:
+    """Programs for a persistent launch over ``tiles`` output tiles: the fewest that still
+    finish in the same number of rounds as one program per slot.
+
+    rounds = ⌈tiles / slots⌉ and programs = ⌈tiles / rounds⌉, so every program takes
+    ``rounds`` tiles, or one fewer. slots: programs that run at once, default NUM_SMS (one
+    128×256 program fills an SM's shared memory). Example: 512 tiles on 132 SMs take 4 rounds
+    either way, and 128 programs do them with each wave on the same tiles of the grouped
+    order. Raises ValueError unless tiles ≥ 1.
+    """
+    if tiles < 1:
+        raise ValueError(f"need at least one tile, got {tiles}")
+    slots = slots or NUM_SMS
+    return triton.cdiv(tiles, triton.cdiv(tiles, slots))
+
+
+assert balanced_programs(512, 132) == 128 and balanced_programs(2048, 132) == 128
+assert balanced_programs(100, 132) == 100 and balanced_programs(133, 132) == 67 and balanced_programs(264, 132) == 132
 
 
 def set_block_shapes(nargs: dict) -> None:
@@ -695,10 +726,10 @@ def set_block_shapes(nargs: dict) -> None:
     nargs["c_desc"].block_shape = [bm, bn // 2 if nargs["EPILOGUE_SUBTILE"] else bn]
 
 
-def _persistent_configs(shapes, stages_warps, subtile):
-    return [triton.Config(c.kwargs | {"EPILOGUE_SUBTILE": subtile}, num_stages=c.num_stages, num_warps=c.num_warps,
-                          pre_hook=set_block_shapes)
-            for c in _hopper_configs(shapes, stages_warps)]
+def _persistent_configs(shapes, stages_warps, subtile, groups=(8,)):
+    return [triton.Config(c.kwargs | {"EPILOGUE_SUBTILE": subtile, "GROUP_SIZE_M": g}, num_stages=c.num_stages,
+                          num_warps=c.num_warps, pre_hook=set_block_shapes)
+            for c in _hopper_configs(shapes, stages_warps) for g in groups]
 
 
 if CPU:
@@ -712,9 +743,11 @@ else:
     # consumer warp group itself (12 warps in the compiled kernel); with 8 warps it falls back to
     # software pipelining. Those configs come last, without the subtile, and are the only ones kept
     # under WARP_SPECIALIZE.
+    # GROUP_SIZE_M = 16 makes a wave of 128 programs a 16 x 8 patch of 128x256 tiles (see the notes after
+    # this version); 8 is the tutorials' default.
     PERSISTENT_CONFIGS = (
-        _persistent_configs([(128, 256, 64)], [(3, 8), (4, 8)], True)
-        + _persistent_configs([(128, 256, 32)], [(3, 8)], True)
+        _persistent_configs([(128, 256, 64)], [(3, 8), (4, 8)], True, groups=(8, 16))
+        + _persistent_configs([(128, 256, 32)], [(3, 8)], True, groups=(8, 16))
         + _persistent_configs([(128, 128, 64), (128, 128, 32)], [(4, 8)], False)
         + _persistent_configs([(128, 256, 64)], [(3, 4)], False)
         + _persistent_configs([(128, 128, 64), (128, 128, 32)], [(4, 4)], False)
@@ -774,10 +807,10 @@ def matmul_persistent(a: torch.Tensor, b: torch.Tensor, warp_specialize: bool = 
     c = torch.empty((M, triton.cdiv(N, align) * align), device=a.device, dtype=a.dtype)  # rows padded for TMA
     name = "persistent-tma-ws" if warp_specialize else "persistent-tma"
     if config is None:
-        grid = lambda META: (min(NUM_SMS, triton.cdiv(M, META["BLOCK_M"]) * triton.cdiv(N, META["BLOCK_N"])),)  # noqa: E731
+        grid = lambda META: (balanced_programs(triton.cdiv(M, META["BLOCK_M"]) * triton.cdiv(N, META["BLOCK_N"])),)  # noqa: E731
     else:
-        grid = (min(NUM_SMS, triton.cdiv(M, config.kwargs["BLOCK_M"]) * triton.cdiv(N, config.kwargs["BLOCK_N"])),)
-    flags = dict(INPUT_PRECISION=FP32_PRECISION, NUM_SMS=NUM_SMS)
+        grid = (balanced_programs(triton.cdiv(M, config.kwargs["BLOCK_M"]) * triton.cdiv(N, config.kwargs["BLOCK_N"])),)
+    flags = dict(INPUT_PRECISION=FP32_PRECISION)
     if warp_specialize:
         args = (a_rows, w_rows, c, M, N, K, a_rows.stride(0), w_rows.stride(0), c.stride(0))
         flags.update(WARP_SPECIALIZE=True, FLATTEN=False)  # Hopper warp specialization needs an unflattened loop
@@ -925,6 +958,41 @@ def matmul_persistent(a: torch.Tensor, b: torch.Tensor, warp_specialize: bool = 
 # (triton-lang/triton pull request 10765, open at the time of writing). For a Hopper
 # `tl.dot` kernel in Triton 3.6, the saving that cuBLAS's cluster buys is out of reach, so
 # no version here uses clusters.
+
+# %% [markdown]
+# #### A third round: how many programs, and which tiles share a round
+#
+# Same card and software, two more sessions, every ratio paired as above (cuBLAS's time over
+# ours, median [min–max]). First, P = 132 programs against the balanced grid of
+# `balanced_programs` (128 programs at both sizes), GROUP_SIZE_M = 8, 9 rounds:
+#
+# | configuration | P | bf16 4096 | fp16 4096 | tf32 4096 | bf16 8192 |
+# | --- | --- | --- | --- | --- | --- |
+# | 3 stages, subtile | 132 | 0.985 | 0.971 | 0.930 | 1.014 |
+# | 3 stages, subtile | **128** | **0.994** | **0.991** | **0.955** | **1.023** |
+# | 4 stages, subtile | 132 | 0.980 | 0.980 | | 0.994 |
+# | 4 stages, subtile | **128** | **0.994** | **0.991** | | **1.019** |
+# | 4 stages, C in quarters | 132 | | | 0.955 | |
+# | 4 stages, C in quarters | **128** | 1.001 | 1.007 | 0.957 | |
+#
+# Every pair moved the same way. Then, on the balanced grid, the band height (11 rounds):
+#
+# | configuration | bf16 4096 | fp16 4096 | tf32 4096 | bf16 8192 |
+# | --- | --- | --- | --- | --- |
+# | 3 stages, subtile, GROUP_SIZE_M = 8 | 0.987 [0.921–1.019] | 0.998 [0.960–1.033] | | 1.030 [1.006–1.046] |
+# | 3 stages, subtile, GROUP_SIZE_M = 16 | **1.017** [0.985–1.052] | **1.013** [0.978–1.031] | | 1.030 [1.004–1.048] |
+# | 4 stages, C in quarters, GROUP_SIZE_M = 8 | 0.999 | 1.002 | 0.982 | |
+# | 4 stages, C in quarters, GROUP_SIZE_M = 16 | 1.004 | 0.999 | 0.979 | 1.022 |
+# | 3 stages, C in quarters, GROUP_SIZE_M = 16 | | | **0.991** [0.966–1.003] | |
+#
+# cuBLAS measured 679, 641 and 344 TFLOP/s at 4096 (bf16, fp16, tf32) and 658 at 8192 over
+# these pairs, against 711, 676, 366 and 678 in the first session: the clock moved by 5 %
+# between sessions, which is why only ratios from the same session are compared. A
+# "serpentine" order, which runs every other band of tiles right to left so that the next
+# band starts on the column panels of B the previous one ended on, made no consistent
+# difference (bf16 4096: 0.999 against 1.017 without it; bf16 8192: 1.034 against 1.030), so
+# it is not used. Version 5 therefore launches the balanced grid and offers the autotuner
+# and section 6 both band heights on its 128×256 tiles.
 
 # %% [markdown]
 # Which of these features this machine has. TMA needs compute capability 9.0 or newer and a
@@ -1321,8 +1389,8 @@ fig
 # ratio whose spread includes 1 is a tie with cuBLAS, whatever its median.
 
 # %%
-SELECT_ROUNDS = 3  # rounds over all candidates to pick the best (each candidate: SELECT_ROUNDS pairs)
-HEADLINE_ROUNDS = 7  # fresh rounds for the winner's headline ratio and spread
+SELECT_ROUNDS = 5  # rounds over all candidates to pick the best (each candidate: SELECT_ROUNDS pairs)
+HEADLINE_ROUNDS = 11  # fresh rounds for the winner's headline ratio and spread
 
 
 def _pair(reference, candidate, reference_first: bool, timer) -> tuple[float, float]:
@@ -1525,9 +1593,9 @@ else:
             bm, bn = map(int, tile.groups())
             tiles = triton.cdiv(int(s), bm) * triton.cdiv(int(s), bn)
             rounds = triton.cdiv(tiles, NUM_SMS)
-            print(f"bf16 {s}: {tiles} tiles of {bm}x{bn} over {NUM_SMS} SMs = {tiles / NUM_SMS:.2f} waves; the last "
-                  f"leaves {rounds * NUM_SMS - tiles} SMs idle, so tiles fill {tiles / (rounds * NUM_SMS):.1%} of the "
-                  "SM-time")
+            print(f"bf16 {s}: {tiles} tiles of {bm}x{bn} = {tiles / NUM_SMS:.2f} waves of {NUM_SMS} SMs, run as "
+                  f"{rounds} rounds of {balanced_programs(tiles)} programs; tiles fill "
+                  f"{tiles / (rounds * NUM_SMS):.1%} of the SM-time")
     best8 = best_triton("bf16", "8192")
     print(f"\nbf16 8192: {best8['tflops'] / ceilings.bf16_tflops:.0%} of the measured bf16 roof"
           + (f", {best8['tflops'] / ceilings.datasheet.bf16_tflops:.0%} of the datasheet's dense "

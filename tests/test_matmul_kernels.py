@@ -189,6 +189,23 @@ def test_grouped_order_is_a_permutation_banded_by_group_size_m(num_pid_m, num_pi
         assert order == [(m, n) for m in range(num_pid_m) for n in range(num_pid_n)]  # row-major
 
 
+BALANCED_PROGRAMS = top_level({"balanced_programs"}, cpu=True)["balanced_programs"]
+
+
+@given(tiles=st.integers(1, 100_000), slots=st.integers(1, 300))
+def test_balanced_grid_keeps_the_rounds_with_the_fewest_programs(tiles, slots):
+    programs = BALANCED_PROGRAMS(tiles, slots)
+    rounds = -(-tiles // slots)  # rounds with one program per slot
+    assert 1 <= programs <= slots
+    assert -(-tiles // programs) == rounds  # no program takes more tiles than with a full grid
+    assert programs == 1 or -(-tiles // (programs - 1)) > rounds  # one program fewer would need another round
+
+
+def test_balanced_grid_rejects_an_empty_launch():
+    with pytest.raises(ValueError, match="at least one tile"):
+        BALANCED_PROGRAMS(0, 132)
+
+
 @pytest.fixture(scope="module")
 def hopper_configs() -> dict:
     pytest.importorskip("triton")
@@ -298,7 +315,7 @@ for dtype, bk in (("bf16", 64), ("fp32", 32)):
                   stride_ak=1, stride_bk=1, stride_cn=1)  # unit strides are specialised to constants
     out[dtype, "grouped"] = build(ns["matmul_grouped_kernel"], ints, dtype, consts, num_warps=8, num_stages=3)
     consts = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=bk, GROUP_SIZE_M=8, INPUT_PRECISION="tf32",
-                  EPILOGUE_SUBTILE=True, NUM_SMS=132, FLATTEN=True)
+                  EPILOGUE_SUBTILE=True, FLATTEN=True)
     descs = {"a_desc": f"tensordesc<{dtype}[128, {bk}]>", "w_desc": f"tensordesc<{dtype}[128, {bk}]>",
              "c_desc": f"tensordesc<{dtype}[128, 64]>"}  # C's box: one subtile half
     out[dtype, "persistent host-descriptors w8"] = build(ns["matmul_persistent_kernel"], ["M", "N", "K"], dtype,
@@ -306,7 +323,7 @@ for dtype, bk in (("bf16", 64), ("fp32", 32)):
     ints = ["a_ptr", "w_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_wn", "stride_cm"]
     for ws, warps in ((False, 8), (True, 4), (True, 8)):
         consts = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=bk, GROUP_SIZE_M=8, INPUT_PRECISION="tf32",
-                      EPILOGUE_SUBTILE=not ws, NUM_SMS=132, WARP_SPECIALIZE=ws, FLATTEN=not ws)
+                      EPILOGUE_SUBTILE=not ws, WARP_SPECIALIZE=ws, FLATTEN=not ws)
         out[dtype, f"persistent ws={ws} w{warps}"] = build(ns["matmul_persistent_ws_kernel"], ints, dtype, consts,
                                                           num_warps=warps, num_stages=3)
 print(json.dumps({" ".join(k): v for k, v in out.items()}))
