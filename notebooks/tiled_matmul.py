@@ -1567,13 +1567,16 @@ else:
 #   descriptors built on the host spare every program the writes and fences of building its
 #   own. Warp specialization, where it compiled, goes further by giving loads and math
 #   separate warps.
-# - **Against cuBLAS at 4096.** Both sides run 3.88 waves of tiles (512 tiles of 128×256
-#   here, 512 of 256×128 in cuBLAS), and both are held to the card's power limit. So the
-#   bf16 and fp16 ratios sit near 1, and a single unpaired ratio moves by a few percent
-#   from run to run; the paired headlines of section 6 carry their spread. In tf32, cuBLAS
-#   runs a 128×256×32 tile with two warp groups and no cluster, the same shape as our best
-#   tf32 configuration, so the few percent still between them do not come from the tile
-#   shape (see the tuning notes after version 5).
+# - **Against cuBLAS.** At 4096 both sides have 512 tiles for 132 SMs (128×256 here,
+#   256×128 in cuBLAS), 3.88 waves. cuBLAS keeps every SM busy and shares each operand tile
+#   between the two CTAs of a cluster; version 5 runs 4 rounds of 128 programs, each round
+#   on one patch of the grouped order. Both are held to the card's power limit, so the
+#   ratios sit near 1 and a single unpaired ratio moves by a few percent from run to run;
+#   the paired headlines of section 6 carry their spread. The kernel pulls ahead at 8192 and
+#   ties at 4096, probably because each tile's fixed costs (filling the pipeline, the
+#   epilogue) are half as large a share of its work at 8192, where K is twice as long. In tf32,
+#   cuBLAS runs a 128×256×32 tile with two warp groups and no cluster, the same shape as
+#   the best tf32 configuration here (see the tuning notes after version 5).
 
 # %%
 def ratio(dtype_name: str, shape: str, num: str, den: str) -> float:
