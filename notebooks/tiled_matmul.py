@@ -36,8 +36,12 @@
 # roofline, and what the numbers say.
 
 # %%
+import datetime
 import re
+import shutil
 import statistics
+import subprocess
+import time
 
 import torch
 import triton
@@ -1547,6 +1551,174 @@ else:
              f"{best8['candidate']}, bf16 M=N=K=8192: median of its {HEADLINE_ROUNDS} paired-round do_bench medians")
     print(f"bf16_8192_tflops = {tflops(matmul_flops(8192, 8192, 8192), best8['cand_ms']):.0f} TFLOP/s "
           f"({best8['candidate']})")
+
+# %% [markdown]
+# ### Under the power cap: clock × work per clock
+#
+# A matmul's throughput is SMs × SM clock × FLOP per SM per clock. The last factor is the
+# kernel's: how much of each clock its tensor cores spend on useful `wgmma` work (a
+# Hopper SM peaks at 4096 dense bf16/fp16 FLOP per clock and 2048 tf32). The clock is
+# not: at these sizes the card sits at its 700 W limit, and the driver lowers the clock
+# until the power fits. A kernel can therefore also win by costing fewer joules per FLOP
+# (fewer bytes moved from L2, fewer shared-memory reads), which lets the clock rise.
+#
+# To see which factor separates version 5 from cuBLAS, each headline's winner and
+# `torch.matmul` run back to back for `SUSTAIN_S` seconds each (no L2 flush: this is
+# the steady state), in the order torch, Triton, Triton, torch so that slow drift
+# cancels, while `nvidia-smi` samples the SM clock, the instantaneous board power and the
+# active clock-event reasons every 50 ms. Those are sampled readings: the clock moves in
+# 15 MHz steps, about 1 %, so a split of a ratio into clock and work per clock is good to
+# a percent or two.
+
+# %%
+SMI_FIELDS = ("timestamp", "clocks.sm", "power.draw.instant", "temperature.gpu", "clocks_event_reasons.active")
+"""What the sampler asks ``nvidia-smi --query-gpu`` for (see ``nvidia-smi --help-query-gpu``)."""
+CLOCK_EVENT_REASONS = {0x1: "GPU idle", 0x2: "applications clocks setting", 0x4: "SW power cap",
+                       0x8: "HW slowdown", 0x10: "sync boost", 0x20: "SW thermal slowdown",
+                       0x40: "HW thermal slowdown", 0x80: "HW power brake slowdown"}
+"""Bits of the clock-event mask: NVML's ``nvmlClocksEventReasons`` (NVML API reference)."""
+TENSOR_FLOP_PER_CLK_SM = {"bf16": 4096, "fp16": 4096, "tf32": 2048}
+"""Dense tensor-core FLOP per SM per clock on Hopper: 4 tensor cores x 512 fp16/bf16 FMA (256 tf32) per clock,
+H100 architecture whitepaper; 132 SMs x 4096 x 1.83 GHz gives the datasheet's 989 TFLOP/s."""
+SUSTAIN_S = 2.0  # seconds each provider runs per measurement, after 0.5 s of warm-up
+
+
+def parse_smi(text: str) -> list[dict]:
+    """Samples from ``nvidia-smi --query-gpu=<SMI_FIELDS> --format=csv,noheader,nounits`` output.
+
+    Each sample: ``time`` (datetime, the host's local clock), ``sm_mhz`` (MHz), ``power_w`` (W),
+    ``temp_c`` (degrees C) and ``reasons`` (int bit mask, see CLOCK_EVENT_REASONS). A line that is
+    not a whole sample (an error message, a value reported as ``[N/A]``, a line cut short when the
+    sampler is stopped) is skipped.
+    """
+    samples = []
+    for line in text.splitlines():
+        parts = [part.strip() for part in line.split(",")]
+        if len(parts) != len(SMI_FIELDS):
+            continue
+        try:
+            samples.append({"time": datetime.datetime.strptime(parts[0], "%Y/%m/%d %H:%M:%S.%f"),
+                            "sm_mhz": float(parts[1]), "power_w": float(parts[2]), "temp_c": float(parts[3]),
+                            "reasons": int(parts[4], 16)})
+        except ValueError:
+            continue
+    return samples
+
+
+def reason_names(mask: int) -> list[str]:
+    """Names of the clock-event reasons set in ``mask``; a bit NVML's list lacks is given in hex."""
+    names = [name for bit, name in CLOCK_EVENT_REASONS.items() if mask & bit]
+    rest = mask & ~sum(CLOCK_EVENT_REASONS)
+    return names + ([hex(rest)] if rest else [])
+
+
+def flop_per_clock(tflops_: float, sm_mhz: float, sms: int) -> float:
+    """FLOP per SM per clock: TFLOP/s x 1e12 / (SM clock MHz x 1e6 x SMs)."""
+    return tflops_ * 1e12 / (sm_mhz * 1e6 * sms)
+
+
+def sustained(fn, seconds: float = SUSTAIN_S, interval_ms: int = 50) -> dict | None:
+    """Run ``fn`` back to back for ``seconds`` while ``nvidia-smi`` samples the GPU.
+
+    fn launches the GPU work (e.g. one matmul); calls go in batches of about 50 ms, with a
+    synchronize between batches so that the samples fall inside the work. Returns ``ms`` (mean
+    per call, from CUDA events over the whole timed loop), ``calls``, ``samples`` (how many fell
+    inside the loop), the medians ``sm_mhz``, ``power_w`` and ``temp_c`` of those samples, and
+    ``reasons`` (the OR of their clock-event masks). None if ``nvidia-smi`` is missing or gave
+    no sample inside the loop.
+    """
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    fn()
+    torch.cuda.synchronize()
+    batch = max(1, round(0.05 / (time.perf_counter() - t0)))
+    smi = subprocess.Popen([exe, f"--query-gpu={','.join(SMI_FIELDS)}", "--format=csv,noheader,nounits",
+                            "-lms", str(interval_ms)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        warm_until = time.perf_counter() + 0.5
+        while time.perf_counter() < warm_until:
+            for _ in range(batch):
+                fn()
+            torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        begin, calls = datetime.datetime.now(), 0
+        start.record()
+        deadline = time.perf_counter() + seconds
+        while time.perf_counter() < deadline:
+            for _ in range(batch):
+                fn()
+            calls += batch
+            torch.cuda.synchronize()
+        end.record()
+        end.synchronize()
+        finish = datetime.datetime.now()
+    finally:
+        smi.terminate()
+        text = smi.communicate(timeout=20)[0]
+    inside = [s for s in parse_smi(text) if begin <= s["time"] <= finish]
+    if not inside:
+        return None
+    mask = 0
+    for s in inside:
+        mask |= s["reasons"]
+    return {"ms": start.elapsed_time(end) / calls, "calls": calls, "samples": len(inside),
+            "sm_mhz": statistics.median(s["sm_mhz"] for s in inside),
+            "power_w": statistics.median(s["power_w"] for s in inside),
+            "temp_c": statistics.median(s["temp_c"] for s in inside), "reasons": mask}
+
+
+power_rows = []
+if CPU or not paired:
+    print("clock and power: skipped (needs the headline measurements on a GPU)")
+elif shutil.which("nvidia-smi") is None:
+    print("clock and power: skipped (nvidia-smi is not on PATH)")
+else:
+    for name, info in paired.items():
+        dtype_name, n = info["dtype"], info["n"]
+        a = torch.randn(n, n, device=DEVICE, dtype=DTYPES[dtype_name])
+        w = torch.randn(n, n, device=DEVICE, dtype=DTYPES[dtype_name])
+        b = w.T
+        providers = {TORCH: lambda: torch.matmul(a, b),
+                     info["candidate"]: headline_candidates(dtype_name, a, b)[info["candidate"]]}
+        order = [TORCH, info["candidate"], info["candidate"], TORCH]
+        for i, label in enumerate(order):
+            s = sustained(providers[label])
+            if s is None:
+                continue
+            tf = tflops(matmul_flops(n, n, n), s["ms"])
+            power_rows.append({"headline": name, "dtype": dtype_name, "n": n, "provider": label, "run": i,
+                               "tflops": tf, "sm_mhz": s["sm_mhz"], "power_w": s["power_w"], "temp_c": s["temp_c"],
+                               "flop_per_clk_sm": flop_per_clock(tf, s["sm_mhz"], NUM_SMS),
+                               "pj_per_flop": s["power_w"] / tf, "reasons": ", ".join(reason_names(s["reasons"])),
+                               "samples": s["samples"], "calls": s["calls"]})
+        del a, w, b, providers
+    save_data("power.csv", power_rows)
+    print(f"Sustained {SUSTAIN_S:.0f} s runs, two per provider (order torch, Triton, Triton, torch); medians of "
+          f"nvidia-smi samples every 50 ms. Work per clock as a share of the tensor cores' dense peak.")
+    for name in paired:
+        rows = [r for r in power_rows if r["headline"] == name]
+        if not rows:
+            continue
+        mean = {}
+        for label in dict.fromkeys(r["provider"] for r in rows):
+            mine = [r for r in rows if r["provider"] == label]
+            mean[label] = {k: statistics.fmean(r[k] for r in mine)
+                           for k in ("tflops", "sm_mhz", "power_w", "flop_per_clk_sm", "pj_per_flop")}
+            m = mean[label]
+            peak = TENSOR_FLOP_PER_CLK_SM[rows[0]["dtype"]]
+            print(f"  {name:20} {'torch' if label == TORCH else 'Triton':6} {m['tflops']:5.0f} TFLOP/s  "
+                  f"{m['sm_mhz']:5.0f} MHz  {m['power_w']:4.0f} W  {m['flop_per_clk_sm']:5.0f} FLOP/clk/SM "
+                  f"({m['flop_per_clk_sm'] / peak:.0%})  {m['pj_per_flop']:.2f} pJ/FLOP  "
+                  f"[{'; '.join(sorted({r['reasons'] for r in mine}))}]")
+        if len(mean) == 2:
+            ours, ref = mean[paired[name]["candidate"]], mean[TORCH]
+            print(f"  {'':20} Triton / torch: throughput {ours['tflops'] / ref['tflops']:.3f} = clock "
+                  f"{ours['sm_mhz'] / ref['sm_mhz']:.3f} x work per clock "
+                  f"{ours['flop_per_clk_sm'] / ref['flop_per_clk_sm']:.3f}")
 
 # %% [markdown]
 # ## 7. Interpretation
