@@ -1018,6 +1018,11 @@ def matmul_persistent(a: torch.Tensor, b: torch.Tensor, warp_specialize: bool = 
 # sides of 1: a tie with cuBLAS rather than a win, and fp16's median fell just under 1 in
 # one run of three. No run reached the 1.05 stretch. What separates the two at 4096 is
 # most likely the cluster multicast described above, which Triton 3.6 cannot express.
+#
+# This page no longer shows run 1. The clock-and-power measurement at the end of section 6
+# was added afterwards, which changed the code and needed a new run; that run (09:07 UTC)
+# was to be frozen whatever it showed, and it gave bf16 0.991 and fp16 1.000 at 4096, 1.021
+# and 1.040 at 8192, and 0.979 in tf32: the same picture, a tie at 4096 and a lead at 8192.
 
 # %% [markdown]
 # Which of these features this machine has. TMA needs compute capability 9.0 or newer and a
@@ -1388,10 +1393,10 @@ fig
 # The sweep above times each provider once, one after the other. That is good enough for
 # the plots, but not for a ratio that sits within a few percent of 1. Under these loads the
 # card runs at its 700 W power limit, and its SM clock wanders with power and temperature:
-# in the tuning sessions it ran at 1.5–1.65 GHz of its 1.98 GHz, and the same cuBLAS call
-# measured anywhere from 669 to 743 TFLOP/s at 4096 within one session. Two medians taken
-# seconds apart carry that drift into their ratio. The headlines are therefore timed in
-# **pairs**:
+# in the tuning sessions it ran at 1.5–1.65 GHz of its 1.98 GHz (the end of this section
+# measures it), and the same cuBLAS call measured anywhere from 669 to 743 TFLOP/s at 4096
+# within one session. Two medians taken seconds apart carry that drift into their ratio.
+# The headlines are therefore timed in **pairs**:
 #
 # - **A round** times `torch.matmul` and the Triton kernel back to back with `do_bench`, on
 #   the same inputs, and takes the ratio of the two times. Rounds alternate which of the two
@@ -1744,11 +1749,22 @@ else:
 #   between the two CTAs of a cluster; version 5 runs 4 rounds of 128 programs, each round
 #   on one patch of the grouped order. Both are held to the card's power limit, so the
 #   ratios sit near 1 and a single unpaired ratio moves by a few percent from run to run;
-#   the paired headlines of section 6 carry their spread. The kernel pulls ahead at 8192 and
-#   ties at 4096, probably because each tile's fixed costs (filling the pipeline, the
-#   epilogue) are half as large a share of its work at 8192, where K is twice as long. In tf32,
-#   cuBLAS runs a 128×256×32 tile with two warp groups and no cluster, the same shape as
-#   the best tf32 configuration here (see the tuning notes after version 5).
+#   the paired headlines of section 6 carry their spread. In tf32, cuBLAS runs a 128×256×32
+#   tile with two warp groups and no cluster, the same shape as the best tf32 configuration
+#   here (see the tuning notes after version 5).
+# - **Clock × work per clock.** In the sustained runs at the end of section 6, the only
+#   reason the driver gives for holding the clock down is the SW power cap, for both
+#   kernels, and the SM clock sits near 1.4–1.55 GHz of the 1.98 GHz maximum. In the frozen run, at 4096 the two ran at the
+#   same clock and did the same work per clock, within the 1–2 % the readings resolve: the
+#   4096 headlines are ties that land either side of 1 from run to run, not a gap that
+#   more tuning of this kernel would close. At 8192 version 5 is ahead, and the readings put
+#   the lead in the clock for bf16 and in the work per clock for fp16, so they do not pin
+#   it on one mechanism. To pull ahead at 4096 a kernel needs fewer joules per FLOP, which
+#   is what cuBLAS's 1×2 cluster buys by moving each shared operand tile out of L2 once per
+#   pair of CTAs, or more work per clock, for instance by overlapping each tile's epilogue
+#   with the next tile's MMAs in a second consumer warp group. Triton 3.6 has no TMA
+#   multicast on Hopper, and its warp specialization measures slower than software
+#   pipelining on this kernel (section 6's candidates), so neither is open to version 5.
 
 # %%
 def ratio(dtype_name: str, shape: str, num: str, den: str) -> float:
