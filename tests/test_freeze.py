@@ -22,7 +22,7 @@ from dateutil.parser import isoparse
 from worklog_gen import __version__, freeze
 from worklog_gen.cli import main
 from worklog_gen.config import load_plugin_config
-from worklog_gen.execute import execute_cli
+from worklog_gen.execute import execute_cli, execute_notebook
 from worklog_gen.source_hash import source_hash
 
 FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
@@ -251,3 +251,14 @@ def test_write_entry_replaces_the_old_entry_whole(tmp_path):
         "data", "data/new.json", "record.json", "x.ipynb"]
     assert json.loads((entry / "record.json").read_text()) == {"source_hash": "new"}
     assert [p.name for p in store.iterdir()] == ["x"]
+
+
+def test_the_kernel_runs_over_ipc_without_the_tcp_warning(tmp_path, capfd):
+    notebook = tmp_path / "quiet.py"
+    notebook.write_text("# %%\nprint(6 * 7)\n")
+    result = execute_notebook(notebook, tmp_path, tmp_path / "store", progress=False)
+    assert result.ok
+    assert result.nb.cells[0].outputs[0]["text"] == "42\n"
+    err = capfd.readouterr().err
+    assert "without encryption" not in err
+    assert "Parent appears to have exited" not in err

@@ -15,7 +15,7 @@ from markdown_it import MarkdownIt
 from mkdocs.exceptions import Abort
 
 from conftest import REAL_LOG
-from worklog_gen import plugin as plugin_module
+from worklog_gen import generate as generate_module
 from worklog_gen.worklog import Diagnostic, Worklog
 
 TOPICS = [
@@ -228,7 +228,7 @@ def _fake_load(worklog: Worklog):
 def test_error_diagnostic_stops_the_build_naming_file_and_line(build_site, make_entry, monkeypatch, caplog):
     bad = Worklog(entries=[make_entry("2025-12-09", "x")],
                   diagnostics=[Diagnostic("worklog/log.md", 42, "invalid date 13/45/25", "error")])
-    monkeypatch.setattr(plugin_module, "load", _fake_load(bad))
+    monkeypatch.setattr(generate_module, "load", _fake_load(bad))
     with pytest.raises(Abort):
         build_site(None, strict=False)
     assert any("worklog/log.md:42: error: invalid date 13/45/25" in r.getMessage() for r in caplog.records)
@@ -237,7 +237,7 @@ def test_error_diagnostic_stops_the_build_naming_file_and_line(build_site, make_
 def test_warning_diagnostic_fails_only_strict_builds(build_site, make_entry, monkeypatch, caplog):
     damaged = Worklog(entries=[make_entry("2025-12-09", "x")],
                       diagnostics=[Diagnostic("worklog/log.md", 7, "repaired mojibake", "warning")])
-    monkeypatch.setattr(plugin_module, "load", _fake_load(damaged))
+    monkeypatch.setattr(generate_module, "load", _fake_load(damaged))
     assert (build_site(None, strict=False) / "worklog/2025-12-09/index.html").exists()
     with pytest.raises(Abort):
         build_site(None, strict=True)
@@ -263,7 +263,7 @@ def test_an_unreadable_frozen_notebook_stops_the_build_naming_it(build_site, fak
     def broken(topic_id, title, notebook, store_dir, root):
         raise ValueError(f"notebooks/_freeze/{notebook.stem}/{notebook.stem}.ipynb: cannot read the frozen notebook")
 
-    monkeypatch.setattr(plugin_module.render, "render_topic", broken)
+    monkeypatch.setattr(generate_module.render, "render_topic", broken)
     with pytest.raises(Abort):
         build_site(SMALL_LOG, plugin={"topics": TOPICS}, strict=False)
     assert any("topic 'vector-add': notebooks/_freeze/vector_add/vector_add.ipynb: cannot read" in r.getMessage()

@@ -138,6 +138,50 @@ def execute(notebooks: tuple[Path, ...], force: bool, timeout: int, kernel_name:
 
 
 @main.command()
+@click.option("--out", "out", default="build/generated", show_default=True,
+              type=click.Path(file_okay=False, path_type=Path),
+              help="Folder to write docs/, nav.yml and mkdocs.yml into.")
+@click.option("--strict", is_flag=True, help="Exit 1 on warnings, as `mkdocs build --strict` fails on them.")
+@CONFIG_OPTION
+def generate(out: Path, strict: bool, config_file: Path) -> None:
+    """Write every page the plugin generates as plain files, for any engine.
+
+    OUT/docs/ gets the project's docs/ plus the worklog, topic and Kernels pages, their
+    images and data, and feed.xml; OUT/nav.yml the nav; OUT/mkdocs.yml the project's
+    configuration without the plugin. Then: `zensical build -f OUT/mkdocs.yml`.
+    """
+    from mkdocs.exceptions import PluginError
+
+    from worklog_gen import generate as generator
+
+    cfg, root = _config(config_file)
+    data = generator.read_config(config_file) if config_file.exists() else {}
+    try:
+        generator.check_topic_ids(cfg, str(config_file))
+        site = generator.generate(cfg, root, site_name=data.get("site_name") or "", site_url=data.get("site_url"),
+                                  site_author=data.get("site_author"),
+                                  use_directory_urls=data.get("use_directory_urls", True),
+                                  build_date=_build_date())
+        written = generator.write_site(site, out, docs_dir=root / data.get("docs_dir", "docs"),
+                                       mkdocs_yml=config_file)
+    except PluginError as exc:
+        raise click.ClickException(str(exc)) from exc
+    for message in site.messages:
+        click.echo(f"{message.level.upper()}: {message.text}", err=True)
+    click.echo(f"{len(site.files)} file(s) generated; config: {written}", err=True)
+    if strict and site.warnings():
+        click.echo(f"Aborted with {len(site.warnings())} warning(s) in strict mode.", err=True)
+        sys.exit(1)
+
+
+def _build_date() -> dt.date:
+    """Today, or ``SOURCE_DATE_EPOCH`` when set, as MkDocs' ``get_build_datetime`` reads it."""
+    from mkdocs.utils import get_build_datetime
+
+    return get_build_datetime().date()
+
+
+@main.command()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @CONFIG_OPTION
 def status(as_json: bool, config_file: Path) -> None:

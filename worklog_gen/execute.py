@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,6 +126,7 @@ def _run_cells(nb, root: Path, env: dict, *, timeout: int, kernel_name: str, lab
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
     from tqdm.auto import tqdm
+    from traitlets.config import Config
 
     total = sum(1 for c in nb.cells if c.cell_type == "code" and c.source.strip())
     bar = tqdm(total=total, desc=label, unit="cell", disable=not progress, file=sys.stderr)
@@ -143,11 +145,17 @@ def _run_cells(nb, root: Path, env: dict, *, timeout: int, kernel_name: str, lab
     def on_cell_error(cell, cell_index, execute_reply):
         state["reply"] = execute_reply.get("content", {})
 
-    client = NotebookClient(nb, timeout=timeout, kernel_name=kernel_name,
+    failure = None
+    # The kernel talks to this process over IPC sockets (jupyter_client's documented
+    # ``transport="ipc"``) rather than loopback TCP: nothing is exposed on a port, and
+    # ipykernel >= 7.3 then has no "running over TCP without encryption" warning to print.
+    # The socket path must be absolute: kernel and client resolve it from different folders.
+    sockets = tempfile.TemporaryDirectory(prefix="wlg-")
+    ipc = Config({"KernelManager": {"transport": "ipc", "ip": os.path.join(sockets.name, "kernel")}})
+    client = NotebookClient(nb, config=ipc, timeout=timeout, kernel_name=kernel_name,
                             resources={"metadata": {"path": str(root)}},
                             on_cell_execute=on_cell_execute, on_cell_executed=on_cell_executed,
                             on_cell_error=on_cell_error)
-    failure = None
     try:
         client.execute(env=env, cwd=str(root))
     except CellExecutionError:
@@ -161,6 +169,7 @@ def _run_cells(nb, root: Path, env: dict, *, timeout: int, kernel_name: str, lab
         failure = {"ename": "DeadKernelError", "evalue": "the kernel died", "traceback": [str(exc)]}
     finally:
         bar.close()
+        sockets.cleanup()
     if failure is not None:
         failure["cell_index"] = state["index"]
     return seconds, failure

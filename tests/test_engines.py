@@ -1,0 +1,163 @@
+"""The project's site from three engines: MkDocs and ProperDocs run the plugin;
+Zensical, which runs no MkDocs plugins, builds what ``worklog-gen generate`` wrote.
+
+Each build is strict and goes to ``tmp_path``; the tests assert on the HTML: every day
+page, topic page and the Kernels page exist with their images and charts, and the text
+of a day page and a topic page is the same from all three engines (navigation aside).
+The plugin's generated markdown and ``generate``'s files are compared byte for byte.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from mkdocs.commands.build import build
+from mkdocs.config import load_config
+
+from worklog_gen.config import load_plugin_config
+from worklog_gen.worklog import load
+
+REPO = Path(__file__).resolve().parents[1]
+QUIET = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+
+
+def _run(cmd: list[str], cwd: Path = REPO) -> subprocess.CompletedProcess:
+    result = subprocess.run(cmd, cwd=cwd, env=QUIET, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, f"{' '.join(cmd)} failed:\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{name} is not installed (the test extra installs it)")
+        pytest.skip(f"{name} is not installed")
+    return path
+
+
+@pytest.fixture(scope="module")
+def sites(tmp_path_factory) -> dict[str, Path]:
+    """engine -> built site folder."""
+    tmp = tmp_path_factory.mktemp("engines")
+    out = {"mkdocs": tmp / "mkdocs", "properdocs": tmp / "properdocs", "zensical": tmp / "generated" / "site"}
+    _run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(out["mkdocs"])])
+    _run([_tool("properdocs"), "build", "--strict", "-q", "-f", "mkdocs.yml", "-d", str(out["properdocs"])])
+    _run([sys.executable, "-m", "worklog_gen", "generate", "--strict", "--out", str(tmp / "generated")])
+    _run([_tool("zensical"), "build", "--strict", "-f", str(tmp / "generated" / "mkdocs.yml")])
+    return out
+
+
+def _expected_pages() -> list[str]:
+    cfg, root = load_plugin_config(REPO / "mkdocs.yml")
+    log = load(root / cfg.worklog_dir, date_order=cfg.date_order)
+    days = [f"{cfg.url_prefix}/{e.slug}/index.html" for e in log.entries]
+    topics = [f"topics/{t.id}/index.html" for t in cfg.topics]
+    return days + topics + ["kernels/index.html", f"{cfg.url_prefix}/index.html"]
+
+
+class _Article(HTMLParser):
+    """The text, images and charts of a Material page's article (no nav, header or footer)."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.depth = 0
+        self.hidden = 0
+        self.words: list[str] = []
+        self.images: list[str] = []
+        self.charts = 0
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if not self.depth:
+            if tag == "article" and "md-content__inner" in (a.get("class") or ""):
+                self.depth = 1
+            return
+        if tag not in ("img", "br", "hr", "input", "source", "meta", "link"):
+            self.depth += 1
+            if tag in ("script", "style", "noscript"):
+                self.hidden += 1
+        if tag == "img" and a.get("src"):
+            self.images.append(a["src"])
+        if "data-chart" in a or "vega-chart" in (a.get("class") or ""):
+            self.charts += 1
+
+    def handle_endtag(self, tag):
+        if self.depth and tag not in ("img", "br", "hr", "input", "source", "meta", "link"):
+            self.depth -= 1
+            if tag in ("script", "style", "noscript") and self.hidden:
+                self.hidden -= 1
+
+    def handle_data(self, data):
+        if self.depth and not self.hidden:
+            self.words += data.split()
+
+
+def _article(page: Path) -> _Article:
+    parser = _Article()
+    parser.feed(page.read_text(encoding="utf-8"))
+    return parser
+
+
+@pytest.mark.parametrize("engine", ["mkdocs", "properdocs", "zensical"])
+def test_every_page_is_built_with_its_images(sites, engine):
+    site = sites[engine]
+    for rel in _expected_pages():
+        page = site / rel
+        assert page.is_file(), f"{engine}: {rel} missing"
+        article = _article(page)
+        assert article.words, f"{engine}: {rel} has no text"
+        for src in article.images:
+            if re.match(r"^[a-z]+:", src):
+                continue
+            target = (page.parent / src.split("#")[0]).resolve()
+            assert target.is_file(), f"{engine}: {rel} shows {src}, which is not in the site"
+    topics = [rel for rel in _expected_pages() if rel.startswith("topics/")]
+    assert all(_article(site / rel).images for rel in topics), f"{engine}: a topic page has no figure"
+    kernels = _article(site / "kernels/index.html")
+    assert kernels.images or kernels.charts, f"{engine}: the Kernels page has no roofline"
+    assert (site / "feed.xml").is_file()
+
+
+@pytest.mark.parametrize("rel", ["worklog/2026-11-21/index.html", "topics/vector-add/index.html"])
+def test_the_engines_agree_on_a_page_text(sites, rel):
+    texts = {engine: _article(site / rel).words for engine, site in sites.items()}
+    assert len(texts["mkdocs"]) > 50
+    assert texts["properdocs"] == texts["mkdocs"]
+    assert texts["zensical"] == texts["mkdocs"]
+
+
+def test_generate_writes_what_the_plugin_hands_to_mkdocs(tmp_path):
+    config = load_config(str(REPO / "mkdocs.yml"), site_dir=str(tmp_path / "site"))
+    build(config)
+    plugin_files = config.plugins["worklog"].generated
+    _run([sys.executable, "-m", "worklog_gen", "generate", "--out", str(tmp_path / "generated")])
+    docs = tmp_path / "generated" / "docs"
+    written = {p.relative_to(docs).as_posix(): p.read_bytes() for p in docs.rglob("*") if p.is_file()}
+    authored = {p.relative_to(REPO / "docs").as_posix() for p in (REPO / "docs").rglob("*") if p.is_file()}
+    assert set(written) - authored == set(plugin_files)
+    for src, content in plugin_files.items():
+        expected = content.encode("utf-8") if isinstance(content, str) else content
+        assert written[src] == expected, f"{src} differs between the plugin and generate"
+
+
+def test_generated_config_drops_the_plugin_and_spells_out_the_nav(tmp_path):
+    import yaml
+
+    _run([sys.executable, "-m", "worklog_gen", "generate", "--out", str(tmp_path)])
+    config = yaml.safe_load((tmp_path / "mkdocs.yml").read_text())
+    assert "worklog" not in [p if isinstance(p, str) else next(iter(p)) for p in config["plugins"]]
+    assert config["docs_dir"] == "docs"
+    nav = yaml.safe_load((tmp_path / "nav.yml").read_text())
+    assert config["nav"] == nav
+    sections = [next(iter(item)) for item in nav if isinstance(item, dict)]
+    assert sections[:2] == ["Worklog", "Kernels"]
+    kernels = next(item["Kernels"] for item in nav if isinstance(item, dict) and "Kernels" in item)
+    assert {"Overview": "kernels.md"} in kernels

@@ -1,0 +1,336 @@
+"""Every file the ``worklog`` plugin adds to a site, made without MkDocs.
+
+:func:`generate` parses the log once and returns the worklog pages, the topic pages, the
+Kernels page, their images and data, the Atom feed and the nav sections, as plain paths
+and contents. Two hand-overs use it and share everything else:
+
+- the MkDocs plugin (:mod:`worklog_gen.plugin`, for MkDocs and ProperDocs) hands the files
+  to MkDocs as generated files and appends the sections to its nav;
+- ``worklog-gen generate`` (:func:`write_site`) writes them into a folder, with a copy of
+  the author's ``docs/``, the nav as YAML and a ``mkdocs.yml`` without the plugin, so that
+  an engine that runs no MkDocs plugins (Zensical) builds the same site.
+
+Problems the author must fix raise ``PluginError`` naming file and line; the parser's
+warnings, stale notebooks and the renderer's warnings are returned as messages.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import posixpath
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from mkdocs.exceptions import PluginError
+
+from worklog_gen import render
+from worklog_gen.config import WorklogConfig
+from worklog_gen.feed import atom_feed, feed_src
+from worklog_gen.old_links import OldSiteLinks
+from worklog_gen.pages import SiteContext, nav_section, topic_page, worklog_pages
+from worklog_gen.topics import match_topics
+from worklog_gen.worklog import Worklog, load
+
+TOPIC_ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+NAV_FILE = "nav.yml"
+"""Name of the nav fragment :func:`write_site` writes beside ``docs/``."""
+
+
+@dataclass
+class Message:
+    """Something to log: ``level`` is ``"warning"`` (fails ``--strict``) or ``"info"``."""
+
+    level: str
+    text: str
+
+
+@dataclass
+class Section:
+    """One nav section: ``{title: items}`` in MkDocs' nav form, and the pages it holds."""
+
+    title: str
+    items: list
+    srcs: set[str]
+
+    def nav(self) -> dict:
+        return {self.title: self.items}
+
+
+@dataclass
+class GeneratedSite:
+    """What :func:`generate` makes.
+
+    ``files`` maps a path relative to the docs folder (``worklog/2025-12-09.md``,
+    ``topics/vector-add/fig-1.png``, ``feed.xml``) to its text (pages) or bytes.
+    """
+
+    files: dict[str, str | bytes] = field(default_factory=dict)
+    sections: list[Section] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
+
+    @property
+    def pages(self) -> dict[str, str]:
+        """The markdown pages of ``files``."""
+        return {src: text for src, text in self.files.items() if src.endswith(".md")}
+
+    def warnings(self) -> list[str]:
+        return [m.text for m in self.messages if m.level == "warning"]
+
+
+def check_topic_ids(cfg: WorklogConfig, config_file: str) -> None:
+    """Raise ``PluginError`` unless every topic id is unique and URL-safe (``[a-z0-9_-]``)."""
+    ids = [t.id for t in cfg.topics]
+    for topic_id in ids:
+        if not TOPIC_ID.match(topic_id) or ids.count(topic_id) > 1:
+            raise PluginError(
+                f"{config_file}: worklog topic id '{topic_id}' must be unique and "
+                "use lowercase letters, digits, '-' or '_' (it is part of a URL)"
+            )
+
+
+def _relative(path: str, root: Path) -> str:
+    p = Path(path)
+    if p.is_absolute() and p.is_relative_to(root):
+        return p.relative_to(root).as_posix()
+    return path
+
+
+def load_log(cfg: WorklogConfig, root: Path, messages: list[Message]) -> Worklog:
+    """Parse the configured worklog; entry paths become relative to ``root`` (the folder
+    of ``mkdocs.yml``). The parser's warnings are appended to ``messages``.
+
+    Raises:
+        PluginError: the worklog is missing, the parser raised, reported an error
+            diagnostic, or two entries share a date (listed with file:line).
+    """
+    path = root / cfg.worklog_dir
+    if not path.exists():
+        raise PluginError(f"worklog: worklog_dir '{cfg.worklog_dir}' not found next to mkdocs.yml")
+    try:
+        worklog = load(path, date_order=cfg.date_order)
+    except (ValueError, OSError) as exc:
+        raise PluginError(f"worklog: cannot read {cfg.worklog_dir}: {exc}") from exc
+    # The parser reports everything the author must fix (invalid dates, duplicate days,
+    # ...) as error diagnostics; warnings (repaired damage) fail only --strict.
+    diagnostics = [dataclasses.replace(d, path=_relative(d.path, root)) for d in worklog.diagnostics]
+    messages += [Message("warning", str(d)) for d in diagnostics if d.severity != "error"]
+    for entry in worklog.entries:
+        entry.path = _relative(entry.path, root)
+    errors = [d for d in diagnostics if d.severity == "error"]
+    if errors:
+        raise PluginError("worklog: fix the log:\n" + "\n".join(map(str, errors)))
+    return worklog
+
+
+def generate(cfg: WorklogConfig, root: Path, *, site_name: str, site_url: str | None = None,
+             site_author: str | None = None, use_directory_urls: bool = True,
+             build_date: dt.date | None = None) -> GeneratedSite:
+    """Make every page and file of the worklog, its topics and the Kernels page.
+
+    Args:
+        cfg: the ``worklog`` plugin's options.
+        root: the folder of ``mkdocs.yml``; the options' paths are relative to it.
+        site_name, site_url, site_author: ``mkdocs.yml``'s, for the feed.
+        use_directory_urls: ``mkdocs.yml``'s; page links follow it.
+        build_date: "today" for the countdown and streaks (default: today, or MkDocs'
+            ``SOURCE_DATE_EPOCH`` when the caller passes it).
+
+    Returns:
+        The files, the nav sections (worklog, then Kernels or Topics) and the messages.
+
+    Raises:
+        PluginError: the log or a notebook/store file is unreadable or has errors, named.
+    """
+    site = GeneratedSite()
+    worklog = load_log(cfg, root, site.messages)
+    topics = list(cfg.topics)
+    ctx = SiteContext(
+        url_prefix=cfg.url_prefix,
+        topic_titles={t.id: t.title for t in topics},
+        entry_topics={e.slug: match_topics(e.body, topics) for e in worklog.entries},
+        old_links=OldSiteLinks(cfg.old_site_url),
+        use_directory_urls=use_directory_urls,
+        build_date=build_date or dt.date.today(),
+        feed=cfg.feed,
+        title=cfg.nav_title,
+    )
+    pages = worklog_pages(worklog, ctx)
+    site.sections.append(Section(cfg.nav_title, nav_section(worklog, ctx), set(pages)))
+    extra: dict[str, bytes] = {}
+    topic_items = _topic_pages(cfg, root, worklog, ctx, pages, extra, site.messages)
+    if topic_items:
+        topic_srcs = {next(iter(item.values())) for item in topic_items}
+        title = "Kernels" if "kernels.md" in topic_srcs else "Topics"
+        site.sections.append(Section(title, topic_items, topic_srcs))
+    if message := ctx.old_links.message():
+        site.messages.append(Message("info", message))
+    if cfg.feed:
+        extra[feed_src(cfg)] = atom_feed(worklog, cfg, title=site_name, site_url=site_url, author=site_author)
+    site.files = {**pages, **extra}
+    return site
+
+
+def _topic_pages(cfg: WorklogConfig, root: Path, worklog: Worklog, ctx: SiteContext, pages: dict,
+                 extra: dict, messages: list[Message]) -> list:
+    """Add topic pages and the Kernels page (with their files) from the freeze store;
+    collect the renderer's warnings. Returns their nav items."""
+    store = root / cfg.freeze_dir
+    items: list = []
+    with_notebook = []
+    for topic in cfg.topics:
+        mentions = [e for e in worklog.entries if topic.id in ctx.entry_topics[e.slug]]
+        body = "*No notebook for this topic yet.*"
+        if topic.notebook:
+            with_notebook.append((topic.id, topic.title, Path(topic.notebook)))
+            try:
+                rendered = render.render_topic(topic.id, topic.title, Path(topic.notebook), store, root)
+            except (OSError, ValueError) as exc:  # an unreadable notebook or store file, named
+                raise PluginError(f"worklog: topic '{topic.id}': {exc}") from exc
+            body = rendered.markdown
+            _add_rendered(rendered, "topics", extra, messages)
+        src = f"topics/{topic.id}.md"
+        pages[src] = topic_page(topic.title, body, mentions, ctx, topic.id)
+        items.append({topic.title: src})
+    if with_notebook:
+        try:
+            rendered = render.render_kernels_page(with_notebook, store, root)
+        except (OSError, ValueError) as exc:
+            raise PluginError(f"worklog: Kernels page: {exc}") from exc
+        body = rendered.markdown.strip("\n")
+        pages["kernels.md"] = (body if body.lstrip().startswith("# ") else f"# Kernels\n\n{body}") + "\n"
+        _add_rendered(rendered, "", extra, messages)
+        items.insert(0, {"Overview": "kernels.md"})
+    return items
+
+
+def _add_rendered(rendered: render.RenderedPage, folder: str, extra: dict, messages: list[Message]) -> None:
+    messages += [Message("warning", w) for w in rendered.warnings]
+    for rel, data in rendered.files.items():
+        extra[posixpath.normpath(posixpath.join(folder, rel))] = data
+
+
+# --- worklog-gen generate ----------------------------------------------------------------
+
+
+class _ConfigLoader(yaml.SafeLoader):
+    """Loads ``mkdocs.yml`` for rewriting: ``!ENV`` resolved as MkDocs resolves it."""
+
+
+def _env_tag(loader: yaml.Loader, node: yaml.Node):
+    from yaml_env_tag import construct_env_tag  # MkDocs' own dependency
+
+    return construct_env_tag(loader, node)
+
+
+_ConfigLoader.add_constructor("!ENV", _env_tag)
+
+
+def read_config(mkdocs_yml: Path) -> dict:
+    """``mkdocs_yml`` as data, ``!ENV`` tags resolved as MkDocs resolves them.
+
+    Raises:
+        PluginError: not valid YAML, or a tag other than ``!ENV`` (``!!python/name:``
+            cannot be carried into a plain file), named.
+    """
+    try:
+        return yaml.load(mkdocs_yml.read_text(encoding="utf-8"), Loader=_ConfigLoader) or {}
+    except yaml.YAMLError as exc:
+        raise PluginError(f"{mkdocs_yml}: cannot carry it over to the generated config: {exc}") from exc
+
+
+def engine_config(config: dict, docs_dir: str, nav: list) -> dict:
+    """``config`` (a ``mkdocs.yml``'s data) for an engine that runs no MkDocs plugins: the
+    same theme, extensions, assets and scripts, the ``worklog`` plugin removed,
+    ``docs_dir`` set to the generated folder and the whole nav spelled out."""
+    config = dict(config)
+    config["plugins"] = [p for p in config.get("plugins") or []
+                         if not (p == "worklog" or (isinstance(p, dict) and "worklog" in p))]
+    config["docs_dir"] = docs_dir
+    config["nav"] = nav
+    config.pop("site_dir", None)
+    return config
+
+
+def nav_paths(nav) -> list[str]:
+    """Every page path named in a MkDocs ``nav`` value."""
+    if isinstance(nav, str):
+        return [nav]
+    if isinstance(nav, dict):
+        return [p for value in nav.values() for p in nav_paths(value)]
+    if isinstance(nav, list):
+        return [p for item in nav for p in nav_paths(item)]
+    return []
+
+
+def with_sections(nav: list, sections: list[Section]) -> tuple[list, set[str]]:
+    """``nav`` with each section appended, unless ``nav`` already names one of its pages
+    (then the author placed them, and the rest stay out of the nav).
+
+    Returns:
+        The new nav and the generated pages that are in it.
+    """
+    nav = list(nav)
+    named = set(nav_paths(nav))
+    in_nav: set[str] = set()
+    for section in sections:
+        if named & section.srcs:
+            in_nav |= named & section.srcs
+        else:
+            nav.append(section.nav())
+            in_nav |= section.srcs
+    return nav, in_nav
+
+
+def _author_nav(docs: Path) -> list:
+    """The nav MkDocs makes on its own for the author's pages (``nest_paths`` over
+    them in MkDocs' file order)."""
+    from mkdocs.structure.files import File, file_sort_key
+    from mkdocs.utils import nest_paths
+
+    files = [File(p.relative_to(docs).as_posix(), str(docs), "", True) for p in docs.rglob("*.md")]
+    return nest_paths(f.src_uri for f in sorted(files, key=file_sort_key))
+
+
+def write_site(site: GeneratedSite, out: Path, *, docs_dir: Path, mkdocs_yml: Path) -> Path:
+    """Write ``site`` for engines that run no MkDocs plugins.
+
+    ``out/docs/`` gets a copy of ``docs_dir`` with every generated file added,
+    ``out/nav.yml`` the nav fragment (MkDocs' ``nav`` form), and ``out/mkdocs.yml`` the project's
+    configuration as :func:`engine_config` rewrites it. ``out/docs`` is replaced.
+
+    Returns:
+        The path of the written ``mkdocs.yml``.
+
+    Raises:
+        PluginError: a generated file would overwrite a page of ``docs_dir``, or
+            ``mkdocs_yml`` cannot be carried over (:func:`read_config`), named.
+    """
+    target = out / "docs"
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(docs_dir, target)
+    for src, content in site.files.items():
+        path = target / src
+        if path.exists():
+            raise PluginError(f"worklog: {docs_dir.name}/{src} clashes with a page the worklog plugin generates")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+    data = read_config(mkdocs_yml)
+    nav, _in_nav = with_sections(data.get("nav") or _author_nav(docs_dir), site.sections)
+    (out / NAV_FILE).write_text(yaml.safe_dump(nav, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    config = engine_config(data, "docs", nav)
+    config_path = out / "mkdocs.yml"
+    config_path.write_text(
+        "# Written by `worklog-gen generate` from the project's mkdocs.yml: the worklog plugin's\n"
+        "# pages are in docs/, so any engine that reads mkdocs.yml builds the site. Do not edit.\n"
+        + yaml.safe_dump(config, sort_keys=False, allow_unicode=True),
+        encoding="utf-8",
+    )
+    return config_path
