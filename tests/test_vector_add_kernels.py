@@ -15,15 +15,15 @@ without the interpreter, so the notebook runs in a child process started with
 
 from __future__ import annotations
 
-import ast
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+import ptx
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "vector_add.py"
@@ -31,11 +31,7 @@ NOTEBOOK = REPO / "notebooks" / "vector_add.py"
 
 def notebook_constant(name: str) -> str:
     """The string literal assigned to ``name`` at the notebook's top level."""
-    source = NOTEBOOK.read_text()
-    for node in ast.parse(source).body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets):
-            return ast.literal_eval(node.value)
-    raise LookupError(f"{NOTEBOOK}: no top-level {name} = ...")
+    return ptx.notebook_constant(NOTEBOOK, name)
 
 
 def ptx_entries(ptx: str) -> dict[str, str]:
@@ -51,15 +47,7 @@ def ptx_entries(ptx: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def cuda_ptx(tmp_path_factory) -> dict[str, str]:
-    nvcc = shutil.which("nvcc") or next((p for p in ["/usr/local/cuda/bin/nvcc"] if Path(p).exists()), None)
-    if nvcc is None:
-        pytest.skip("nvcc not installed")
-    folder = tmp_path_factory.mktemp("cuda")
-    (folder / "cuda.cu").write_text(notebook_constant("CUDA_SRC"))
-    result = subprocess.run([nvcc, "-std=c++17", "-O3", "-arch=sm_90", "-ptx", "cuda.cu", "-o", "cuda.ptx"],
-                            cwd=folder, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr
-    return ptx_entries((folder / "cuda.ptx").read_text())
+    return ptx_entries(ptx.notebook_ptx(NOTEBOOK, tmp_path_factory.mktemp("cuda")))
 
 
 def test_cuda_source_has_every_kernel_in_both_dtypes(cuda_ptx):
