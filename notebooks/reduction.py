@@ -45,6 +45,7 @@ from IPython.display import display
 
 from worklog_gen.measure import bench, gbps, gpu_info, measure_ceilings
 from worklog_gen.notebook import headline, interpret_mode, save_data
+from worklog_gen.paired import paired_ratio
 from worklog_gen.roofline import RooflinePoint, plot_benchmark, plot_roofline, save_roofline
 
 TOPIC = "reduction"
@@ -812,23 +813,6 @@ if GPU:
 # %%
 ROUNDS = 9
 
-
-def paired_ratio(reference, candidate, rounds: int = ROUNDS) -> dict:
-    """Median over ``rounds`` of reference time / candidate time, each a ``do_bench`` median,
-    timed back to back with the order alternating by round. Returns the median, min and
-    max ratio and the median times (ms)."""
-    ratios, ref_ms, cand_ms = [], [], []
-    for k in range(rounds):
-        first, second = (reference, candidate) if k % 2 == 0 else (candidate, reference)
-        t1, t2 = bench(first).ms, bench(second).ms
-        r, c = (t1, t2) if k % 2 == 0 else (t2, t1)
-        ratios.append(r / c)
-        ref_ms.append(r)
-        cand_ms.append(c)
-    return {"ratio": float(np.median(ratios)), "lo": min(ratios), "hi": max(ratios),
-            "ref_ms": float(np.median(ref_ms)), "cand_ms": float(np.median(cand_ms))}
-
-
 if GPU:
     at_large = {r["provider"]: r for r in bench_rows if r["n"] == LARGE}
     best_triton = max((p for p in at_large if p.startswith("triton")), key=lambda p: at_large[p]["gbps"])
@@ -836,31 +820,33 @@ if GPU:
     prov = providers()
     x = torch.rand(LARGE, device=DEVICE)
     pairs = {
-        best_triton: paired_ratio(lambda: torch.sum(x), lambda: prov[best_triton](x)),
-        best_cuda: paired_ratio(lambda: torch.sum(x), lambda: prov[best_cuda](x)),
+        best_triton: paired_ratio(lambda: torch.sum(x), lambda: prov[best_triton](x), rounds=ROUNDS),
+        best_cuda: paired_ratio(lambda: torch.sum(x), lambda: prov[best_cuda](x), rounds=ROUNDS),
     }
     xh = torch.rand(LARGE, device=DEVICE, dtype=HALF)
     pairs["triton split bf16"] = paired_ratio(lambda: torch.sum(xh, dtype=torch.float32),
-                                              lambda: triton_split(xh, **BEST_SPLIT))
+                                              lambda: triton_split(xh, **BEST_SPLIT), rounds=ROUNDS)
     y = torch.rand(LARGE, device=DEVICE)
-    pairs["triton split dot"] = paired_ratio(lambda: torch.dot(x, y), lambda: triton_split(x, y, **BEST_SPLIT))
-    pairs["cuda 16-byte dot"] = paired_ratio(lambda: torch.dot(x, y), lambda: cuda_dot(4, atomic=True)(x, y))
-    save_data("headline_pairs.json", pairs)
+    pairs["triton split dot"] = paired_ratio(lambda: torch.dot(x, y), lambda: triton_split(x, y, **BEST_SPLIT),
+                                             rounds=ROUNDS)
+    pairs["cuda 16-byte dot"] = paired_ratio(lambda: torch.dot(x, y), lambda: cuda_dot(4, atomic=True)(x, y),
+                                             rounds=ROUNDS)
+    save_data("headline_pairs.json", {name: vars(p) for name, p in pairs.items()})
     for name, p in pairs.items():
-        print(f"{name:>26}: baseline / candidate = {p['ratio']:.3f} [{p['lo']:.3f}–{p['hi']:.3f}] "
-              f"({p['ref_ms']:.4f} ms vs {p['cand_ms']:.4f} ms, medians of {ROUNDS} paired rounds)")
+        print(f"{name:>26}: baseline / candidate = {p.ratio:.3f} [{p.spread()}] "
+              f"({p.baseline_ms:.4f} ms vs {p.candidate_ms:.4f} ms, medians of {p.rounds} paired rounds)")
 
-    headline("reduction_fp32_vs_torch_sum", pairs[best_triton]["ratio"], "x",
+    headline("reduction_fp32_vs_torch_sum", pairs[best_triton].ratio, "x",
              f"median over {ROUNDS} paired rounds of torch.sum time / {best_triton} time, fp32, n = 2^28; "
-             f"spread {pairs[best_triton]['lo']:.3f}-{pairs[best_triton]['hi']:.3f}")
-    headline("reduction_cuda_fp32_vs_torch_sum", pairs[best_cuda]["ratio"], "x",
+             f"spread {pairs[best_triton].spread()}")
+    headline("reduction_cuda_fp32_vs_torch_sum", pairs[best_cuda].ratio, "x",
              f"median over {ROUNDS} paired rounds of torch.sum time / {best_cuda} time, fp32, n = 2^28; "
-             f"spread {pairs[best_cuda]['lo']:.3f}-{pairs[best_cuda]['hi']:.3f}")
-    best_gbps = bytes_large / (min(pairs[best_triton]["cand_ms"], pairs[best_cuda]["cand_ms"]) * 1e-3) / 1e9
+             f"spread {pairs[best_cuda].spread()}")
+    best_gbps = bytes_large / (min(pairs[best_triton].candidate_ms, pairs[best_cuda].candidate_ms) * 1e-3) / 1e9
     headline("reduction_frac_read_roof", best_gbps / READ_GBPS, "fraction",
              f"best reduction GB/s (bytes read, paired-round median time) / measured read roof "
              f"{READ_GBPS:.0f} GB/s (the best of read_kernel and the split-sum sweep: {READ_SOURCE}), fp32, n = 2^28")
-    headline("reduction_bf16_vs_torch_sum", pairs["triton split bf16"]["ratio"], "x",
+    headline("reduction_bf16_vs_torch_sum", pairs["triton split bf16"].ratio, "x",
              "median paired ratio, torch.sum(x, dtype=float32) time / triton split time, bf16 in, fp32 sum, n = 2^28")
     headline("read_roof_gbps", READ_GBPS, "GB/s",
              f"best read-only stream on 2^28 fp32, bytes read: {READ_SOURCE} (do_bench median)")
@@ -894,8 +880,8 @@ if GPU:
           f"(predicted: a few percent above).")
     for name in (best_triton, best_cuda):
         p = pairs[name]
-        print(f"- {name} against torch.sum at 2^28: {p['ratio']:.3f}x (paired, spread {p['lo']:.3f}–{p['hi']:.3f}); "
-              f"{'ties or beats it' if p['lo'] >= 0.99 or p['ratio'] >= 1.0 else 'behind it'}.")
+        verdict = "ahead of it in every round" if p.lo > 1.0 else ("ahead on the median" if p.ratio >= 1.0 else "behind it")
+        print(f"- {name} against torch.sum at 2^28: {p.ratio:.3f}x (paired, spread {p.spread()}): {verdict}.")
     g = {r["provider"]: r["gbps"] for r in bench_rows if r["n"] == LARGE}
     print(f"- Tree vs shuffle at 2^28 (2-pass): {g['cuda tree 2-pass']:.0f} vs {g['cuda shuffle 2-pass']:.0f} GB/s; "
           f"scalar loads vs 16-byte loads (shuffle vs 16-byte, atomic): {g['cuda shuffle atomic']:.0f} vs "
