@@ -661,6 +661,10 @@ for (op, dtype, name), err in worst.items():
 #   then a tree. Between the two.
 # * `torch.sum`: its CUDA reduction also gives each thread a strided share and then reduces
 #   across threads and blocks, so it behaves like the grid-stride versions.
+# * the **atomic** combine: about a thousand block sums are added into one float, one after
+#   another, in whatever order the blocks finish. That is a sequential chain again (of about
+#   a thousand adds, not $n$), and its order changes from run to run, so the atomic versions'
+#   error is larger than their second-pass twins' and not reproducible to the last bit.
 
 # %%
 ACC_SIZES = [2**k for k in range(10, 29, 2)] if GPU else [2**k for k in range(10, 17, 2)]
