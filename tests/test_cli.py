@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from conftest import REAL_LOG, REPO
 from worklog_gen.cli import main
+from worklog_gen.config import load_plugin_config
 
 needs_real_log = pytest.mark.skipif(not REAL_LOG.exists(), reason="the shared real log is not beside the repo")
 
@@ -105,7 +106,9 @@ def test_status_json_names_every_configured_topic(monkeypatch):
     result = run("status", "--json")
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)["notebooks"]
-    assert [r["topic"] for r in rows] == ["vector-add", "tiled-matmul", "online-softmax"]
+    configured = [t.id for t in load_plugin_config(REPO / "mkdocs.yml")[0].topics]
+    assert [r["topic"] for r in rows] == configured
+    assert configured[:3] == ["vector-add", "tiled-matmul", "online-softmax"]
     for row in rows:
         assert set(row) == {"topic", "path", "state", "gpu", "executed_at", "headline"}
         assert row["state"] in {"fresh", "stale", "missing", "failed"}
