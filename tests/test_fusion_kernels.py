@@ -10,12 +10,11 @@ Inductor output module, and the byte model.
 from __future__ import annotations
 
 import ast
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from interpreted import run_interpreted
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "fusion.py"
@@ -64,28 +63,10 @@ def test_the_byte_model():
 
 
 CHILD = r'''
-import sys
-from pathlib import Path
-
-import torch
-
-notebook, results_path = Path(sys.argv[1]), Path(sys.argv[2])
-namespace = {"__name__": "fusion"}
-# compiled under the notebook's own file name: the interpreter re-reads each kernel's source from it
-exec(compile(notebook.read_text(), str(notebook), "exec"), namespace)
 chain, variance = namespace["bias_gelu_residual"], namespace["row_variance"]
-
-
-def attempt(function, *args, **kwargs):
-    try:
-        return function(*args, **kwargs)
-    except Exception as exc:  # reported to the test, which asserts on it
-        return (type(exc).__name__, str(exc))
-
-
 torch.manual_seed(3)
 wide = torch.randn(3, 5003, dtype=torch.float64) * 1e-2 + 1e4
-results = {
+results.update({
     "chain_empty": attempt(chain, torch.empty(0, 7), torch.empty(7), torch.empty(0, 7)),
     "chain_bias": attempt(chain, torch.randn(4, 7), torch.randn(6), torch.randn(4, 7)),
     "chain_dtype": attempt(chain, torch.randn(4, 7), torch.randn(7, dtype=torch.float64), torch.randn(4, 7)),
@@ -95,23 +76,13 @@ results = {
     "var_shifted_ref": wide.float().double().var(dim=1, unbiased=False),  # of the fp32 values it gets
     "var_1d": attempt(variance, torch.randn(10)),
     "var_no_columns": attempt(variance, torch.empty(3, 0)),
-}
-torch.save(results, results_path)
+})
 '''
 
 
 @pytest.fixture(scope="module")
 def interpreted(tmp_path_factory) -> dict:
-    pytest.importorskip("triton")
-    import torch
-
-    folder = tmp_path_factory.mktemp("fusion")
-    env = {**os.environ, "TRITON_INTERPRET": "1", "WORKLOG_GEN_OUTPUT": str(folder / "out"),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    result = subprocess.run([sys.executable, "-c", CHILD, str(NOTEBOOK), str(folder / "results.pt")],
-                            env=env, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
-    return torch.load(folder / "results.pt", weights_only=False)
+    return run_interpreted(NOTEBOOK, CHILD, tmp_path_factory.mktemp("fusion"))
 
 
 @pytest.mark.notebook

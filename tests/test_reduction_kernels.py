@@ -11,15 +11,13 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import ptx
+from interpreted import run_interpreted
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -87,28 +85,10 @@ def test_the_read_kernel_only_loads(cuda_ptx, unroll):
 
 
 CHILD = r'''
-import sys
-from pathlib import Path
-
-import torch
-
-notebook, results_path = Path(sys.argv[1]), Path(sys.argv[2])
-namespace = {"__name__": "reduction"}
-# compiled under the notebook's own file name: the interpreter re-reads each kernel's source from it
-exec(compile(notebook.read_text(), str(notebook), "exec"), namespace)
 two_pass, split = namespace["triton_two_pass"], namespace["triton_split"]
-
-
-def attempt(function, *args, **kwargs):
-    try:
-        return function(*args, **kwargs)
-    except Exception as exc:  # reported to the test, which asserts on it
-        return (type(exc).__name__, str(exc))
-
-
 torch.manual_seed(2)
 x, y = torch.rand(3001), torch.rand(3001)
-results = {"x": x, "y": y}
+results.update({"x": x, "y": y})
 for name, fn in (("two_pass", two_pass), ("split", split)):
     results[name, "empty"] = attempt(fn, torch.empty(0))
     results[name, "one"] = attempt(fn, torch.tensor([2.5]))
@@ -116,22 +96,12 @@ for name, fn in (("two_pass", two_pass), ("split", split)):
     results[name, "shape"] = attempt(fn, torch.rand(5), torch.rand(6))
     results[name, "2d"] = attempt(fn, torch.rand(4, 4))
     results[name, "strided"] = attempt(fn, torch.rand(10)[::2])
-torch.save(results, results_path)
 '''
 
 
 @pytest.fixture(scope="module")
 def interpreted(tmp_path_factory) -> dict:
-    pytest.importorskip("triton")
-    import torch
-
-    folder = tmp_path_factory.mktemp("reduction")
-    env = {**os.environ, "TRITON_INTERPRET": "1", "WORKLOG_GEN_OUTPUT": str(folder / "out"),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    result = subprocess.run([sys.executable, "-c", CHILD, str(NOTEBOOK), str(folder / "results.pt")],
-                            env=env, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
-    return torch.load(folder / "results.pt", weights_only=False)
+    return run_interpreted(NOTEBOOK, CHILD, tmp_path_factory.mktemp("reduction"))
 
 
 @pytest.mark.notebook

@@ -15,15 +15,13 @@ without the interpreter, so the notebook runs in a child process started with
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import ptx
+from interpreted import run_interpreted
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "vector_add.py"
@@ -74,57 +72,28 @@ def test_vector_kernels_issue_128_bit_loads_and_stores(cuda_ptx, dtype):
 
 
 CHILD = r'''
-import sys
-from pathlib import Path
-
-import torch
-
-notebook, results_path = Path(sys.argv[1]), Path(sys.argv[2])
-namespace = {"__name__": "vector_add"}
-# compiled under the notebook's own file name: the interpreter re-reads each kernel's source from it
-exec(compile(notebook.read_text(), str(notebook), "exec"), namespace)
 triton_add, chain, chain_reference = namespace["triton_add"], namespace["chain"], namespace["chain_reference"]
 unroll = namespace["CHAIN_CONFIG"]["UNROLL"]
 torch.manual_seed(1)
 x = torch.randn(1000)
-
-
-def attempt(function, *args, **kwargs):
-    try:
-        return function(*args, **kwargs)
-    except Exception as exc:  # reported to the test, which asserts on it
-        return (type(exc).__name__, str(exc))
-
-
-results = {
+results.update({
     "empty": attempt(triton_add, torch.empty(0), torch.empty(0)),
     "shape": attempt(triton_add, torch.randn(5), torch.randn(6)),
     "dtype": attempt(triton_add, torch.randn(5), torch.randn(5, dtype=torch.float64)),
     "strided": attempt(triton_add, torch.randn(10)[::2], torch.randn(5)),
     "x": x,
     "unroll": unroll,
-}
+})
 for r in (0, unroll - 1, unroll + 1):
     for fma in (True, False):
         # the kernel's result, and the float64 closed form one step short, exact, one step over
         results[r, fma] = (chain(x, r, fma=fma)[0], *(chain_reference(x, s, fma=fma) for s in (max(r - 1, 0), r, r + 1)))
-torch.save(results, results_path)
 '''
 
 
 @pytest.fixture(scope="module")
 def interpreted(tmp_path_factory) -> dict:
-    pytest.importorskip("torch")
-    pytest.importorskip("triton")
-    import torch
-
-    folder = tmp_path_factory.mktemp("vector_add")
-    env = {**os.environ, "TRITON_INTERPRET": "1", "WORKLOG_GEN_OUTPUT": str(folder / "out"),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    result = subprocess.run([sys.executable, "-c", CHILD, str(NOTEBOOK), str(folder / "results.pt")],
-                            env=env, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
-    return torch.load(folder / "results.pt", weights_only=False)
+    return run_interpreted(NOTEBOOK, CHILD, tmp_path_factory.mktemp("vector_add"))
 
 
 @pytest.mark.notebook

@@ -1,0 +1,59 @@
+"""Running a notebook's Triton launchers under ``TRITON_INTERPRET=1`` for the kernel tests.
+
+Triton decides at import whether ``@triton.jit`` interprets, and other tests import it
+without the interpreter, so the notebook runs in a child process started with
+``TRITON_INTERPRET=1``. The child executes the whole notebook (its CPU mode: correctness
+at small sizes, no benchmarks), then the test's ``body``, which fills ``results``; the
+results come back through ``torch.save``, and the assertions are made in the test.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+PRELUDE = r'''
+import sys
+from pathlib import Path
+
+import torch
+
+notebook, results_path = Path(sys.argv[1]), Path(sys.argv[2])
+namespace = {"__name__": notebook.stem}
+# compiled under the notebook's own file name: the interpreter re-reads each kernel's source from it
+exec(compile(notebook.read_text(), str(notebook), "exec"), namespace)
+
+
+def attempt(function, *args, **kwargs):
+    """The function's result, or the exception it raised as (type name, message)."""
+    try:
+        return function(*args, **kwargs)
+    except Exception as exc:  # reported to the test, which asserts on it
+        return (type(exc).__name__, str(exc))
+
+
+results = {}
+'''
+
+
+def run_interpreted(notebook: Path, body: str, folder: Path) -> dict:
+    """Execute ``notebook`` and then ``body`` (Python that reads ``namespace`` and fills
+    ``results``) in a child process under the interpreter; return ``results``.
+    Skips without torch or triton; fails the test, with the child's output, if it fails."""
+    pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    import torch
+
+    env = {**os.environ, "TRITON_INTERPRET": "1", "WORKLOG_GEN_OUTPUT": str(folder / "out"),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    script = PRELUDE + body + "\ntorch.save(results, results_path)\n"
+    result = subprocess.run([sys.executable, "-c", script, str(notebook), str(folder / "results.pt")],
+                            env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    return torch.load(folder / "results.pt", weights_only=False)
