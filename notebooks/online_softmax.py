@@ -1103,3 +1103,8 @@ else:
 # - *Where fused stops.* The longer the row held in registers, the fewer programs fit per
 #   SM and the less latency is hidden; past the measured threshold the two-pass online
 #   kernel, whose second read can come from L2, is the better choice.
+#
+# **Next:** [FlashAttention](flash-attention.md) carries the same running max and sum
+# through attention, where each row of scores is $QK^\top$ for one query and is never
+# written to memory at all: the online rule rescales the output accumulator along with
+# the sum.
