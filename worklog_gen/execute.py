@@ -21,7 +21,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
