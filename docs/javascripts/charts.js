@@ -1,0 +1,138 @@
+// Draw the site's Vega-Lite charts with vega-embed, served from assets/vega/ (no CDN).
+//
+// A chart is written into a page as its static SVG, ![alt](<stem>.vega.svg), with its spec
+// beside it as <stem>.vega.json (worklog_gen.charts.chart_files). Here each such image gets
+// the drawn chart in its place: a tooltip on every mark, a legend whose entries hide and show
+// their series. Without JavaScript, or if drawing fails, the SVG stays. The three libraries
+// (about 280 KB gzipped) load once, and only on pages that have a chart.
+//
+// Charts follow Material's palette: the axis, legend and title colours are read from its CSS
+// custom properties, and a change of scheme (the toggle sets data-md-color-scheme on <body>)
+// draws every chart again, without a reload.
+(function () {
+  "use strict";
+
+  var here = document.currentScript ? document.currentScript.src : document.baseURI;
+  var ASSETS = new URL("../assets/vega/", here);
+  var LIBRARIES = ["vega.min.js", "vega-lite.min.js", "vega-embed.min.js"];
+  var SELECTOR = 'img[src$=".vega.svg"]';
+  var loading = null;
+  var charts = []; // {img, container, spec, result}
+
+  function loadScript(url) {
+    return new Promise(function (resolve, reject) {
+      var script = document.createElement("script");
+      script.src = url;
+      script.onload = resolve;
+      script.onerror = function () { reject(new Error("charts.js: cannot load " + url)); };
+      document.head.appendChild(script);
+    });
+  }
+
+  function loadLibraries() {
+    if (!loading) {
+      // in order: vega-lite needs vega, vega-embed needs both
+      loading = LIBRARIES.reduce(function (done, name) {
+        return done.then(function () { return loadScript(new URL(name, ASSETS).href); });
+      }, Promise.resolve());
+    }
+    return loading;
+  }
+
+  function scheme() {
+    return document.body.getAttribute("data-md-color-scheme") === "slate" ? "dark" : "light";
+  }
+
+  function themeConfig() {
+    var style = getComputedStyle(document.body);
+    function css(name, fallback) { return style.getPropertyValue(name).trim() || fallback; }
+    var dark = scheme() === "dark";
+    var fg = css("--md-default-fg-color", dark ? "#e2e4e9" : "#000000de");
+    var light = css("--md-default-fg-color--light", dark ? "#e2e4e999" : "#0000008a");
+    var lightest = css("--md-default-fg-color--lightest", dark ? "#e2e4e91f" : "#00000012");
+    var axis = { labelColor: light, titleColor: fg, domainColor: light, tickColor: light, gridColor: lightest };
+    return {
+      background: null, // the page's own background shows through
+      axis: axis,
+      legend: { labelColor: fg, titleColor: fg },
+      title: { color: fg, subtitleColor: light },
+      text: { color: fg },
+      view: { stroke: lightest },
+    };
+  }
+
+  function specURL(img) {
+    return img.src.replace(/\.vega\.svg(?=$|[?#])/, ".vega.json");
+  }
+
+  function draw(chart) {
+    if (chart.result) chart.result.finalize();
+    var theme = scheme();
+    return vegaEmbed(chart.container, chart.spec, {
+      renderer: "svg",
+      config: themeConfig(),
+      // export the drawn chart; no links off the site (the online editor) and no source views
+      actions: { export: true, source: false, compiled: false, editor: false },
+      tooltip: { theme: theme },
+      loader: { target: "_self" }, // a heatmap day opens its page in this tab
+    }).then(function (result) {
+      chart.result = result;
+      chart.container.dataset.scheme = theme;
+      chart.img.hidden = true;
+    });
+  }
+
+  function setUp(img) {
+    var container = document.createElement("div");
+    container.className = "worklog-chart";
+    container.setAttribute("role", "figure");
+    container.setAttribute("aria-label", img.alt);
+    img.parentNode.insertBefore(container, img);
+    img.dataset.chart = "pending";
+    return fetch(specURL(img))
+      .then(function (response) {
+        if (!response.ok) throw new Error("charts.js: " + response.status + " for " + response.url);
+        return response.json();
+      })
+      .then(function (spec) {
+        var meta = (spec.usermeta || {}).worklog || {};
+        if (meta.kind) container.dataset.kind = meta.kind; // "roofline", "benchmark", "heatmap"
+        var chart = { img: img, container: container, spec: spec, result: null };
+        charts.push(chart);
+        return draw(chart);
+      })
+      .then(function () { img.dataset.chart = "drawn"; })
+      .catch(function (error) {
+        container.remove(); // the static SVG stays in place
+        img.dataset.chart = "failed";
+        console.error(error);
+      });
+  }
+
+  function drawAll() {
+    var images = Array.prototype.filter.call(document.querySelectorAll(SELECTOR), function (img) {
+      return !img.dataset.chart;
+    });
+    if (!images.length) return;
+    loadLibraries().then(function () {
+      return Promise.all(images.map(setUp));
+    }, function (error) { console.error(error); });
+  }
+
+  // Redraw on a change of palette.
+  new MutationObserver(function () {
+    charts.forEach(function (chart) {
+      if (chart.container.dataset.scheme !== scheme() && chart.container.isConnected) {
+        draw(chart).catch(function (error) { console.error(error); });
+      }
+    });
+  }).observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
+
+  if (typeof document$ !== "undefined") {
+    document$.subscribe(function () { drawAll(); });
+  } else if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", drawAll);
+  } else {
+    drawAll();
+  }
+})();
