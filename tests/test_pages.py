@@ -1,12 +1,14 @@
 """Page text from hand-built entries: streaks, heatmap, timeline, tasks, links, day pages."""
 
 import datetime as dt
+import json
 import re
 
 import markdown
 import pytest
 
-from worklog_gen.heatmap import heatmap_cells, heatmap_html
+from worklog_gen.charts import chart_spec
+from worklog_gen.heatmap import heatmap_cells, heatmap_chart
 from worklog_gen.markup import commonmark_lists, md_escape
 from worklog_gen.old_links import OldSiteLinks
 from worklog_gen.pages import (
@@ -14,6 +16,7 @@ from worklog_gen.pages import (
     day_page,
     entry_title,
     entry_url,
+    home_files,
     home_page,
     nav_section,
     reading_list_page,
@@ -69,16 +72,16 @@ def test_heatmap_levels_follow_word_quartiles():
     assert set(levels) == {1, 2, 3, 4}
 
 
-def test_heatmap_html_scrolls_instead_of_widening_the_page():
-    cells = heatmap_cells({D("2024-01-01") + dt.timedelta(days=i): 10 for i in range(0, 365, 2)})
-    out = heatmap_html(cells, lambda d: f"{d.isoformat()}/")
-    width = int(re.search(r'<svg [^>]*width="(\d+)"', out)[1])
-    assert width > 390  # a year of weeks is wider than a phone...
-    assert out.startswith('<div class="worklog-heatmap" style="overflow-x:auto;max-width:100%">')  # ...so it scrolls
-    assert out.count("<rect") == len(cells) + 5  # one per day, five in the legend
-    assert out.count('<a href="') == sum(c.words is not None for c in cells)
-    assert "\n\n" not in out  # Python-Markdown keeps a raw HTML block only without blank lines
-    assert "Less" in out and "More" in out and "Mon" in out
+def test_heatmap_chart_has_a_square_per_day_and_a_legend_of_word_bands():
+    cells = heatmap_cells({D("2024-01-01") + dt.timedelta(days=i): 10 + i for i in range(0, 365, 2)})
+    spec = chart_spec(heatmap_chart(cells, lambda d: f"{d.isoformat()}/"))
+    days, months = spec["layer"]
+    assert len(days["data"]["values"]) == len(cells)
+    assert sum(1 for r in days["data"]["values"] if r["url"]) == sum(c.words is not None for c in cells)
+    bands = days["encoding"]["color"]["scale"]["domain"]
+    assert bands[0] == "no words" and len(bands) == 5  # four quartile bands of the days with words
+    assert [m["month"] for m in months["data"]["values"]][:3] == ["Jan", "Feb", "Mar"]
+    assert spec["width"] == {"step": 14}  # a year of weeks is wider than a phone: the page's box scrolls
 
 
 def test_heatmap_runs_on_to_the_target_date_as_days_to_come():
@@ -87,9 +90,9 @@ def test_heatmap_runs_on_to_the_target_date_as_days_to_come():
     assert cells[0].date == D("2025-12-09") and cells[-1].date == D("2025-12-20")
     assert [c.date for c in cells if c.ahead] == [D("2025-12-12") + dt.timedelta(days=i) for i in range(9)]
     assert all(c.words is None and c.level == 0 for c in cells if c.ahead)
-    svg = heatmap_html(cells, lambda d: f"{d}/")
-    assert "<title>2025-12-20: target date</title>" in svg and "<title>2025-12-15: to come</title>" in svg
-    assert ">to come</text>" in svg  # the legend explains the outlines
+    rows = {r["date"]: r for r in chart_spec(heatmap_chart(cells, lambda d: f"{d}/"))["layer"][0]["data"]["values"]}
+    assert rows["2025-12-20"]["band"] == "target date" and rows["2025-12-15"]["band"] == "to come"
+    assert rows["2025-12-15"]["url"] == ""  # nothing to open yet
     # a target date already behind the last entry adds nothing; a far one is capped
     assert heatmap_cells(words, until=D("2025-12-01")) == heatmap_cells(words)
     far = heatmap_cells(words, until=D("2030-01-01"))
@@ -97,7 +100,7 @@ def test_heatmap_runs_on_to_the_target_date_as_days_to_come():
 
 
 def test_heatmap_of_no_entries_is_empty():
-    assert heatmap_cells({}) == [] and heatmap_html([], lambda d: None) == ""
+    assert heatmap_cells({}) == [] and heatmap_chart([], lambda d: None) is None
 
 
 # --- timeline, summary, reading list ---------------------------------------------------------
@@ -274,7 +277,12 @@ def test_home_page_countdown_streaks_and_timeline(make_entry, make_log):
     assert "**Longest streak:** 2 days (2025-12-09 to 2025-12-10)" in page
     assert page.index("### December 2025") < page.index("[12 Dec 2025 · T-151](2025-12-12.md) — Four five six.")
     assert page.index("2025-12-12.md") < page.index("2025-12-09.md")  # newest first
-    assert '<a href="2025-12-09/">' in page and "[Atom feed](../feed.xml)" in page
+    assert "](words-per-day.vega.svg)" in page and "[Atom feed](../feed.xml)" in page
+    files = home_files(make_log(entries, preamble=""), ctx)
+    assert set(files) == {"worklog/words-per-day.vega.json", "worklog/words-per-day.vega.svg"}
+    rows = json.loads(files["worklog/words-per-day.vega.json"])["layer"][0]["data"]["values"]
+    day = next(r for r in rows if r["date"] == "2025-12-09")
+    assert day["url"] == "2025-12-09/" and day["counter"] == "T-154" and day["words"] == 2
 
 
 def test_reading_list_page_links_every_url_once(make_entry, make_log):

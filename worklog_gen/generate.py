@@ -31,7 +31,7 @@ from worklog_gen import render
 from worklog_gen.config import WorklogConfig
 from worklog_gen.feed import atom_feed, feed_src
 from worklog_gen.old_links import OldSiteLinks
-from worklog_gen.pages import SiteContext, nav_section, topic_page, worklog_pages
+from worklog_gen.pages import SiteContext, home_files, nav_section, topic_page, worklog_pages
 from worklog_gen.topics import match_topics
 from worklog_gen.worklog import Worklog, load
 
@@ -159,8 +159,8 @@ def generate(cfg: WorklogConfig, root: Path, *, site_name: str, site_url: str | 
         title=cfg.nav_title,
     )
     pages = worklog_pages(worklog, ctx)
+    extra: dict[str, bytes] = home_files(worklog, ctx)
     site.sections.append(Section(cfg.nav_title, nav_section(worklog, ctx), set(pages)))
-    extra: dict[str, bytes] = {}
     topic_items = _topic_pages(cfg, root, worklog, ctx, pages, extra, site.messages)
     if topic_items:
         topic_srcs = {next(iter(item.values())) for item in topic_items}

@@ -1,28 +1,27 @@
-"""The words-per-day calendar heatmap of the worklog home, as inline SVG.
+"""The words-per-day calendar heatmap of the worklog home, as a Vega-Lite chart.
 
 Cells come from :func:`worklog_gen.stats.words_by_date`; the page that shows the
-heatmap is :func:`worklog_gen.pages.home_page`. The heatmap is raw HTML, so its
-links are final URLs (see :func:`heatmap_html`).
+heatmap is :func:`worklog_gen.pages.home_page`, which serves it as the chart files of
+:func:`worklog_gen.charts.chart_files`. Its links are final URLs (see :func:`heatmap_chart`).
 """
 
 from __future__ import annotations
 
 import bisect
 import datetime as dt
-import html
 import statistics
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-CELL, STEP = 11, 14  # px: square side and column pitch, as GitHub's contribution graph
-LEFT, TOP = 30, 18  # px: room for weekday and month labels
+STEP = 14  # px: column pitch (an 11 px square and a 3 px gap), as GitHub's contribution graph
 LEVEL_FILLS = (
-    "var(--md-default-fg-color--lightest, #ebedf0)",
+    "rgba(136, 136, 136, 0.22)",
     "#9be9a8",
     "#40c463",
     "#30a14e",
     "#216e39",
-)  # GitHub's contribution-graph greens; level 0 follows the Material light/dark scheme
+)  # GitHub's contribution-graph greens; level 0 a translucent grey that reads on
+# Material's light (default) and dark (slate) backgrounds
 
 
 @dataclass(frozen=True)
@@ -70,57 +69,75 @@ def heatmap_cells(words: dict[dt.date, int], until: dt.date | None = None) -> li
     return cells
 
 
-def heatmap_html(cells: Sequence[HeatmapCell], href: Callable[[dt.date], str | None]) -> str:
-    """The heatmap as an inline SVG in a horizontally scrollable ``<div>`` (so that a
-    year of weeks does not widen a 390 px phone screen), with month and weekday
-    labels and a legend. ``href(date)`` is the final URL of the day's page (or
-    ``None``); it is written as-is, since MkDocs does not rewrite raw HTML.
-    One line per element and no blank lines, so Python-Markdown passes it through.
+def heatmap_chart(cells: Sequence[HeatmapCell], href: Callable[[dt.date], str | None],
+                  counter: Callable[[dt.date], str | None] = lambda day: None):
+    """The heatmap as a Vega-Lite chart (Altair): a square per day, weeks across and weekdays
+    down, months labelled above. Each day's tooltip gives its date, words and ``counter(date)``
+    (the countdown, ``"T - 38"``, or the count-up ``"Day 25"``), and a click opens ``href(date)``,
+    the final URL of the day's page relative to the page that shows the chart (or ``None``).
+    Days after the last entry, up to the target date, are outlined: still to come. The legend
+    names the word-count band of each colour level.
+
+    Returns:
+        An Altair layer chart (``None`` when there are no cells).
     """
+    import altair as alt
+
     if not cells:
-        return ""
-    weeks = cells[-1].week + 1
-    ahead = any(c.ahead for c in cells)
-    legend_end = LEFT + 28 + 5 * STEP + 30 + (58 if ahead else 0)  # "Less", five swatches, "More", "to come"
-    width = max(LEFT + weeks * STEP + 16, legend_end)  # 16: room for a last month label
-    height = TOP + 7 * STEP + 26
-    out = [
-        '<div class="worklog-heatmap" style="overflow-x:auto;max-width:100%">',
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" role="img" '
-        f'aria-label="Words written per day, {cells[0].date} to {cells[-1].date}" '
-        'style="font-size:9px;fill:currentColor">',
-    ]
-    for row, name in ((0, "Mon"), (2, "Wed"), (4, "Fri")):
-        out.append(f'<text x="0" y="{TOP + row * STEP + CELL - 2}">{name}</text>')
-    months = [(c.week, f"{c.date:%b}") for c in cells if c.date.day == 1 or c is cells[0]]
-    for (week, name), after in zip(months, [*months[1:], (weeks + 3, "")]):
-        if after[0] - week >= 3:  # a label needs three columns; a month's first days win
-            out.append(f'<text x="{LEFT + week * STEP}" y="{TOP - 6}">{name}</text>')
+        return None
+    counts = sorted(c.words for c in cells if c.words)
+    bands = _level_bands(cells)
+    rows = []
     for cell in cells:
-        if cell.ahead:  # still to come: an outline, the target date a darker one
-            words = "target date" if cell is cells[-1] else "to come"
-            style = f"fill:none;stroke:{LEVEL_FILLS[4] if cell is cells[-1] else LEVEL_FILLS[0]}"
+        band = ("target date" if cell is cells[-1] else "to come") if cell.ahead else bands[cell.level]
+        rows.append({"date": cell.date.isoformat(), "weekday": _WEEKDAYS[cell.weekday], "week": cell.week,
+                     "words": cell.words if cell.words is not None else 0,
+                     "entry": "to come" if cell.ahead else ("yes" if cell.words is not None else "no entry"),
+                     "counter": counter(cell.date) or "", "band": band,
+                     "url": (href(cell.date) or "") if cell.words is not None else ""})
+    domain = [b for b in [*bands, "to come", "target date"] if any(r["band"] == b for r in rows)]
+    fills = dict(zip(bands, LEVEL_FILLS)) | {"to come": "transparent", "target date": "transparent"}
+    strokes = {b: "transparent" for b in bands} | {"to come": LEVEL_FILLS[0], "target date": LEVEL_FILLS[4]}
+    x = alt.X("week:O", axis=None, scale=alt.Scale(paddingInner=3 / STEP))
+    y = alt.Y("weekday:O", sort=_WEEKDAYS, scale=alt.Scale(domain=_WEEKDAYS, paddingInner=3 / STEP),
+              axis=alt.Axis(title=None, domain=False, ticks=False, labelExpr="indexof(['Mon','Wed','Fri'], datum.value) >= 0 ? datum.value : ''"))
+    days = alt.Chart(alt.Data(values=rows), name="days").mark_rect(cornerRadius=2, strokeWidth=1, cursor="pointer").encode(
+        x=x, y=y,
+        color=alt.Color("band:N", scale=alt.Scale(domain=domain, range=[fills[b] for b in domain]),
+                        legend=alt.Legend(title="words", orient="bottom", direction="horizontal", symbolType="square",
+                                          symbolStrokeColor=OUTLINE)),
+        stroke=alt.Stroke("band:N", scale=alt.Scale(domain=domain, range=[strokes[b] for b in domain]), legend=None),
+        href="url:N",
+        tooltip=[alt.Tooltip("date:N"), alt.Tooltip("words:Q"), alt.Tooltip("counter:N", title="counter"),
+                 alt.Tooltip("entry:N")],
+    )
+    months = [{"week": c.week, "month": f"{c.date:%b}"} for c in cells if c.date.day == 1 or c is cells[0]]
+    months = [m for m, after in zip(months, [*months[1:], {"week": cells[-1].week + 3}]) if after["week"] - m["week"] >= 3]
+    labels = alt.Chart(alt.Data(values=months)).mark_text(align="left", baseline="bottom", fontSize=9, dy=-2).encode(
+        x=alt.X("week:O", axis=None), text="month:N", y=alt.value(0))
+    return alt.layer(days, labels).properties(
+        width=alt.Step(STEP), height=alt.Step(STEP),
+        title=alt.Title(f"Words per day, {cells[0].date} to {cells[-1].date}", fontSize=11, anchor="start"),
+        usermeta={"worklog": {"kind": "heatmap", "days": len(counts)}})
+
+
+_WEEKDAYS = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
+OUTLINE = "#888888"
+
+
+def _level_bands(cells: Sequence[HeatmapCell]) -> list[str]:
+    """The legend label of each colour level: ``no words``, then the word-count range of each
+    level among the days with words (``"1-40"``, ...; empty levels named by their number)."""
+    ranges: dict[int, list[int]] = {}
+    for cell in cells:
+        if cell.words and not cell.ahead:
+            ranges.setdefault(cell.level, []).append(cell.words)
+    bands = ["no words"]
+    for level in range(1, len(LEVEL_FILLS)):
+        words = ranges.get(level)
+        if not words:
+            bands.append(f"level {level}")
         else:
-            words = "no entry" if cell.words is None else f"{cell.words} words"
-            style = f"fill:{LEVEL_FILLS[cell.level]}"
-        rect = (
-            f'<rect x="{LEFT + cell.week * STEP}" y="{TOP + cell.weekday * STEP}" '
-            f'width="{CELL}" height="{CELL}" rx="2" style="{style}">'
-            f"<title>{cell.date.isoformat()}: {words}</title></rect>"
-        )
-        url = href(cell.date) if cell.words is not None else None
-        out.append(f'<a href="{html.escape(url)}">{rect}</a>' if url else rect)
-    legend_y = TOP + 7 * STEP + 8
-    out.append(f'<text x="{LEFT}" y="{legend_y + CELL - 2}">Less</text>')
-    for level, fill in enumerate(LEVEL_FILLS):
-        x = LEFT + 28 + level * STEP
-        out.append(f'<rect x="{x}" y="{legend_y}" width="{CELL}" height="{CELL}" rx="2" style="fill:{fill}"/>')
-    out.append(f'<text x="{LEFT + 28 + 5 * STEP + 2}" y="{legend_y + CELL - 2}">More</text>')
-    if ahead:
-        x = LEFT + 28 + 5 * STEP + 30
-        out.append(f'<rect x="{x}" y="{legend_y}" width="{CELL}" height="{CELL}" rx="2" '
-                   f'style="fill:none;stroke:{LEVEL_FILLS[0]}"/>')
-        out.append(f'<text x="{x + STEP}" y="{legend_y + CELL - 2}">to come</text>')
-    out += ["</svg>", "</div>"]
-    return "\n".join(out)
+            lo, hi = min(words), max(words)
+            bands.append(f"{lo:,}" if lo == hi else f"{lo:,}-{hi:,}")
+    return bands

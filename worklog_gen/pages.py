@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from worklog_gen.heatmap import heatmap_cells, heatmap_html
+from worklog_gen.heatmap import heatmap_cells, heatmap_chart
 from worklog_gen.markup import commonmark_lists, md_escape
 from worklog_gen.old_links import OldSiteLinks
 from worklog_gen.stats import month_title, reading_list, streaks, task_report, timeline, words_by_date
@@ -219,10 +219,9 @@ def home_page(log: Worklog, ctx: SiteContext) -> str:
         see.append(f"[Atom feed]({relative('feed.xml', src)})")  # the feed is at the site root (feed.feed_src)
     parts.append(" · ".join(see))
     if log.entries:
-        def href(day: dt.date) -> str:
-            return f"{day.isoformat()}/" if ctx.use_directory_urls else f"{day.isoformat()}.html"
-
-        parts.append("## Words per day\n\n" + heatmap_html(heatmap_cells(words_by_date(log.entries), until=log.target_date), href))
+        first, last = log.entries[0].date, (log.target_date or log.entries[-1].date)
+        parts.append(f"## Words per day\n\n![Words written per day, {first} to {last}: a calendar, a square "
+                     f"per day]({HEATMAP}.vega.svg)")
         months = []
         for month, entries in timeline(log.entries):
             items = "\n".join(
@@ -233,6 +232,30 @@ def home_page(log: Worklog, ctx: SiteContext) -> str:
     else:
         parts.append("*No entries yet.*")
     return "\n\n".join(parts) + "\n"
+
+
+HEATMAP = "words-per-day"
+"""Stem of the heatmap's chart files, beside the worklog home (:func:`home_files`)."""
+
+
+def home_files(log: Worklog, ctx: SiteContext) -> dict[str, bytes]:
+    """The files the worklog home shows besides its markdown: the words-per-day heatmap's
+    Vega-Lite spec and SVG fallback (:func:`worklog_gen.charts.chart_files`), whose cells
+    link to the day pages by their final URLs and give the countdown in their tooltips."""
+    if not log.entries:
+        return {}
+    from worklog_gen.charts import chart_files
+
+    def href(day: dt.date) -> str:
+        return f"{day.isoformat()}/" if ctx.use_directory_urls else f"{day.isoformat()}.html"
+
+    counters = {}
+    for entry in log.entries:
+        if entry.countdown is not None:
+            counters.setdefault(entry.date, f"T-{entry.countdown}")
+
+    chart = heatmap_chart(heatmap_cells(words_by_date(log.entries), until=log.target_date), href, counters.get)
+    return {ctx.src(name): data for name, data in chart_files(chart, HEATMAP).items()}
 
 
 def _preamble_links(log: Worklog) -> list[Link]:
