@@ -208,12 +208,12 @@ def test_kernels_page_tables_headlines_and_draws_one_roofline(project):
     assert any("`beta_ratio`" in line and "| 0.75 | x |" in line for line in lines)
     assert "### [Gamma](topics/gamma.md)\n\nNot executed yet" in page.markdown
 
-    svg = page.files["kernels/roofline.svg"]
-    assert svg.lstrip().startswith(b"<?xml") and b"<svg" in svg
-    assert "![Roofline of every kernel variant](kernels/roofline.svg)" in page.markdown
-    # one marker per variant, from both notebooks (matplotlib notes drawn text in comments)
-    assert svg.count(b'id="point-marker-') == 2
-    assert b"alpha naive" in svg and b"beta tiled" in svg
+    svg = page.files["kernels/roofline.vega.svg"]
+    assert svg.startswith(b"<svg") and b"alpha" in svg and b"beta" in svg  # the legend names the topics
+    assert "](kernels/roofline.vega.svg)" in page.markdown
+    spec = json.loads(page.files["kernels/roofline.vega.json"])
+    rows = next(layer for layer in spec["layer"] if layer["mark"]["type"] == "point")["data"]["values"]
+    assert [(r["topic"], r["variant"]) for r in rows] == [("alpha", "alpha naive"), ("beta", "beta tiled")]
     assert page.warnings == []
     assert render_kernels_page(TOPICS, STORE, project).files == render_kernels_page(TOPICS, STORE, project).files
 
@@ -223,13 +223,14 @@ def test_kernels_page_leaves_out_points_from_another_device(project):
     _save_roofline(project, "beta", "NVIDIA A100", [RooflinePoint("beta tiled", 1e12, 1e9, 3.0)])
     page = render_kernels_page(TOPICS, STORE, project)
     assert len(page.warnings) == 1 and "notebooks/beta.py" in page.warnings[0] and "A100" in page.warnings[0]
-    svg = page.files["kernels/roofline.svg"]
-    assert svg.count(b'id="point-marker-') == 1 and b"beta tiled" not in svg
+    spec = json.loads(page.files["kernels/roofline.vega.json"])
+    rows = next(layer for layer in spec["layer"] if layer["mark"]["type"] == "point")["data"]["values"]
+    assert [r["variant"] for r in rows] == ["alpha naive"]
 
 
 def test_kernels_page_without_roofline_data(executed):
     page = render_kernels_page(TOPICS, STORE, executed)
-    assert "kernels/roofline.svg" not in page.files
+    assert not any(name.startswith("kernels/roofline") for name in page.files)
     assert "No notebook has saved roofline data yet" in page.markdown
 
 

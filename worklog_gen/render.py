@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -115,6 +114,43 @@ def _image_link(output, mime: str) -> str:
 
 
 _IMAGE_MIMES = ("image/png", "image/jpeg", "image/svg+xml", "application/pdf")
+_VEGALITE_PREFIX, _VEGALITE_SUFFIX = "application/vnd.vegalite.v", "+json"
+
+
+def _vegalite_spec(output) -> dict | None:
+    """The Vega-Lite spec of a display output (any major version's mime type), or ``None``."""
+    for mime, data in output.get("data", {}).items():
+        if mime.startswith(_VEGALITE_PREFIX) and mime.endswith(_VEGALITE_SUFFIX) and isinstance(data, dict):
+            return data
+    return None
+
+
+def _extract_charts(nb, files_dir: str) -> dict[str, bytes]:
+    """Turn every Vega-Lite output into the chart files of :func:`worklog_gen.charts.chart_files`
+    (``<files_dir>/chart_<cell>_<output>.vega.json`` and ``.vega.svg``) and a markdown image of
+    the SVG in its place, which ``charts.js`` replaces with the drawn chart. The SVG is the one
+    frozen with the output (made where the notebook ran); an output without one gets it rendered
+    here, with vl-convert. Modifies ``nb``; returns the files."""
+    import json
+
+    files: dict[str, bytes] = {}
+    for i, cell in enumerate(nb.cells):
+        for j, output in enumerate(cell.get("outputs", [])):
+            spec = _vegalite_spec(output)
+            if spec is None:
+                continue
+            stem = f"{files_dir}/chart_{i}_{j}"
+            svg = output["data"].get("image/svg+xml")
+            if not svg:
+                from worklog_gen.charts import chart_svg
+
+                svg = chart_svg(spec)
+            files[f"{stem}.vega.json"] = json.dumps(spec, separators=(",", ":"), sort_keys=True).encode()
+            files[f"{stem}.vega.svg"] = (svg if isinstance(svg, str) else "".join(svg)).encode()
+            alt = output.get("metadata", {}).get("worklog_alt", "chart")
+            output["data"] = {"text/markdown": f"![{alt}]({stem}.vega.svg)"}
+            output.get("metadata", {}).pop("filenames", None)
+    return files
 
 
 def _label_figures(nb) -> None:
@@ -133,9 +169,13 @@ def _label_figures(nb) -> None:
                     section, count = tokens[i + 1].content, 0
             continue
         for output in cell.get("outputs", []):
-            if any(m in output.get("data", {}) for m in _IMAGE_MIMES):
+            if any(m in output.get("data", {}) for m in _IMAGE_MIMES) or _vegalite_spec(output) is not None:
                 count += 1
                 label = f"Figure {count} in {section}" if section else f"Figure {count}"
+                title = (_vegalite_spec(output) or {}).get("title")
+                title = title.get("text") if isinstance(title, dict) else title
+                if title:
+                    label += f": {title}"
                 output.setdefault("metadata", {})["worklog_alt"] = _alt_text(label)
 
 
@@ -248,7 +288,8 @@ def notebook_markdown(nb, files_dir: str) -> tuple[str, dict[str, bytes]]:
     """Convert an executed notebook to site markdown with nbconvert and :data:`TEMPLATE`.
 
     Images (PNG, JPEG, SVG, PDF outputs) are extracted to ``<files_dir>/cell_<i>_<j>.<ext>``
-    and linked by that relative path. Returns the markdown and those files.
+    and linked by that relative path; Vega-Lite charts become ``<files_dir>/chart_<i>_<j>.vega.json``
+    and ``.vega.svg`` (:func:`_extract_charts`). Returns the markdown and those files.
     """
     from jinja2 import DictLoader
     from nbconvert import MarkdownExporter
@@ -257,6 +298,7 @@ def notebook_markdown(nb, files_dir: str) -> tuple[str, dict[str, bytes]]:
     nb = copy.deepcopy(nb)
     _trim_outputs(nb)
     _label_figures(nb)
+    charts = _extract_charts(nb, files_dir)
     exporter = MarkdownExporter(
         extra_loaders=[DictLoader({"worklog.md.j2": TEMPLATE})],
         template_file="worklog.md.j2",
@@ -268,7 +310,7 @@ def notebook_markdown(nb, files_dir: str) -> tuple[str, dict[str, bytes]]:
     body, resources = exporter.from_notebook_node(nb, resources={"output_files_dir": files_dir,
                                                                  "unique_key": "cell"})
     files = {Path(name).as_posix(): data for name, data in sorted(resources.get("outputs", {}).items())}
-    return body.strip() + "\n", files
+    return body.strip() + "\n", files | charts
 
 
 # --- topic pages ---------------------------------------------------------------------------
@@ -420,22 +462,6 @@ def _number(value) -> str:
     return f"{value:,.0f}" if 1e4 <= abs(value) < 1e15 else f"{value:,.4g}"
 
 
-def _roofline_svg(points, ceilings) -> bytes:
-    import matplotlib
-
-    matplotlib.use("Agg")  # the build process draws; never a GUI backend
-    from worklog_gen.roofline import plot_roofline
-
-    with matplotlib.rc_context({"svg.hashsalt": "worklog-gen", "svg.fonttype": "path"}):
-        fig = plot_roofline(points, ceilings, title=f"Every kernel variant: {ceilings.device}")
-        buf = io.BytesIO()
-        fig.savefig(buf, format="svg", metadata={"Date": None})
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
-    return buf.getvalue()
-
-
 def render_kernels_page(topics: list[tuple[str, str, Path]], store_dir: Path, root: Path) -> RenderedPage:
     """The Kernels page (``kernels.md``): every notebook's headline figures with GPU and
     date, and one roofline with every kernel variant of every notebook.
@@ -443,7 +469,8 @@ def render_kernels_page(topics: list[tuple[str, str, Path]], store_dir: Path, ro
 
     Headline figures come from each store entry's ``record.json``; roofline points from
     its ``data/roofline.json`` (:func:`worklog_gen.roofline.load_roofline`), drawn
-    against the roofs of the first notebook that has one as ``kernels/roofline.svg``.
+    against the roofs of the first notebook that has one as the chart files
+    ``kernels/roofline.vega.json`` and ``.vega.svg`` (:func:`worklog_gen.charts.roofline_chart`).
     A notebook whose points were measured on another device than those roofs is left
     off the plot with a warning; so is an unreadable roofline file. Nothing is executed.
     """
@@ -492,11 +519,15 @@ def render_kernels_page(topics: list[tuple[str, str, Path]], store_dir: Path, ro
              "with the device, the date and the state of the run.", "## Headline figures", *sections]
     files: dict[str, bytes] = {}
     if ceilings is not None:
-        files["kernels/roofline.svg"] = _roofline_svg(points, ceilings)
+        from worklog_gen.charts import chart_files, roofline_chart
+
+        chart = roofline_chart(points, ceilings, title=f"Every kernel variant: {ceilings.device}", series="topic")
+        files.update(chart_files(chart, "kernels/roofline"))
         parts += ["## Roofline",
                   f"Every kernel variant of {', '.join(plotted)} against the roofs measured on "
-                  f"{_cell(ceilings.device)}: memory roof from a device copy, compute roofs from `torch.matmul`.",
-                  "![Roofline of every kernel variant](kernels/roofline.svg)"]
+                  f"{_cell(ceilings.device)}: memory roof from a device copy, compute roofs from `torch.matmul`. "
+                  "Hover a point to read it; click a topic in the legend to hide its points or show them again.",
+                  "![Roofline of every kernel variant, coloured by topic](kernels/roofline.vega.svg)"]
     else:
         parts += ["## Roofline", "No notebook has saved roofline data yet (`data/roofline.json`)."]
     return RenderedPage("\n\n".join(parts) + "\n", files, warnings)
