@@ -32,12 +32,15 @@ import torch
 import torch.nn.functional as F
 import triton
 import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
 from IPython.display import display
 
 from worklog_gen.measure import bench, gpu_info, measure_ceilings, tflops
 from worklog_gen.notebook import headline, interpret_mode, save_data
 from worklog_gen.paired import paired_ratio
-from worklog_gen.roofline import RooflinePoint, plot_benchmark, plot_roofline, save_roofline
+from worklog_gen.charts import benchmark_chart, roofline_chart
+from worklog_gen.power import TENSOR_FLOP_PER_CLK_SM, flop_per_clock, reason_names, sustained
+from worklog_gen.roofline import RooflinePoint, save_roofline
 
 TOPIC = "flash-attention"
 GPU = not interpret_mode()
@@ -166,6 +169,19 @@ if GPU:
 
 # %%
 @triton.jit
+def _softmax_update(acc, l_i, m_i, s, v, qk_scale):
+    """One key block of the online softmax. s: (BLOCK_M, BLOCK_N) fp32 scores, unscaled, masked
+    with -inf; v: (BLOCK_N, HEAD_DIM). Returns the new acc (BLOCK_M, HEAD_DIM), l_i and m_i (BLOCK_M,)."""
+    m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)  # (BLOCK_M,) running max, log2 units
+    alpha = tl.math.exp2(m_i - m_new)  # rescales what was summed under the old max
+    # scale and subtract in one fused multiply-add per score, then the hardware's ex2
+    p = tl.math.exp2(s * qk_scale - m_new[:, None])  # (BLOCK_M, BLOCK_N)
+    l_i = l_i * alpha + tl.sum(p, 1)
+    acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])  # (BLOCK_M, HEAD_DIM) fp32
+    return acc, l_i, m_new
+
+
+@triton.jit
 def _attend(acc, l_i, m_i, q, k_base, v_base, stride_n, offs_m, lo, hi, n, qk_scale,
             HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL_MASK: tl.constexpr, BOUNDS_MASK: tl.constexpr,
             NUM_STAGES: tl.constexpr, WARP_SPECIALIZE: tl.constexpr):
@@ -182,17 +198,11 @@ def _attend(acc, l_i, m_i, q, k_base, v_base, stride_n, offs_m, lo, hi, n, qk_sc
             s = tl.where(offs_m[:, None] >= offs_n[None, :], s, float("-inf"))
         if BOUNDS_MASK:
             s = tl.where(offs_n[None, :] < n, s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)  # (BLOCK_M,) running max, log2 units
-        alpha = tl.math.exp2(m_i - m_new)  # rescales what was summed under the old max
-        # scale and subtract in one fused multiply-add per score, then the hardware's ex2
-        p = tl.math.exp2(s * qk_scale - m_new[:, None])  # (BLOCK_M, BLOCK_N)
-        l_i = l_i * alpha + tl.sum(p, 1)
         if BOUNDS_MASK:
             v = tl.load(v_base + kv_offsets, mask=offs_n[:, None] < n, other=0.0)
         else:
             v = tl.load(v_base + kv_offsets)
-        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])  # (BLOCK_M, HEAD_DIM) fp32
-        m_i = m_new
+        acc, l_i, m_i = _softmax_update(acc, l_i, m_i, s, v, qk_scale)
     return acc, l_i, m_i
 
 
@@ -241,7 +251,7 @@ def attention_fwd_kernel(
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False, *,
               BLOCK_M: int = 64, BLOCK_N: int = 64, num_warps: int = 4, num_stages: int = 2,
-              warp_specialize: bool = False) -> torch.Tensor:
+              warp_specialize: bool = False, tma: bool = False) -> torch.Tensor:
     """softmax(Q K^T / sqrt(d)) V with :func:`attention_fwd_kernel` at one configuration.
 
     Args:
@@ -251,6 +261,8 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = 
         BLOCK_M, BLOCK_N: query rows per program and keys per step (BLOCK_N divides BLOCK_M).
         num_warps, num_stages: warps per program; K/V blocks in flight.
         warp_specialize: Triton's warp specialization of the key loop (Hopper and later).
+        tma: load and store through TMA tensor descriptors (:func:`attention_fwd_tma_kernel`)
+            instead of pointers.
 
     Returns:
         O, (B, H, N, d), like q.
@@ -266,13 +278,90 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = 
     if D not in (16, 32, 64, 128, 256) or BLOCK_M % BLOCK_N:
         raise ValueError(f"head_dim {D} must be a power of two in 16..256, and BLOCK_N must divide BLOCK_M")
     o = torch.empty_like(q)
-    if q.numel():
+    if q.numel() and tma:
+        attention_tma(q, k, v, o, causal, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, num_warps=num_warps,
+                      num_stages=num_stages, warp_specialize=warp_specialize)
+    elif q.numel():
         grid = (triton.cdiv(N, BLOCK_M), B * H)
         attention_fwd_kernel[grid](q, k, v, o, math.log2(math.e) / math.sqrt(D), N, N * D, D,
                                    HEAD_DIM=D, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, CAUSAL=causal,
                                    EVEN_N=N % BLOCK_M == 0, NUM_STAGES=num_stages,
                                    WARP_SPECIALIZE=warp_specialize, num_warps=num_warps)
     return o
+
+
+# %% [markdown]
+# ### Version 2: TMA descriptors
+#
+# Hopper's Tensor Memory Accelerator copies a whole tile between HBM and shared memory from
+# one instruction and a *descriptor* (base, shape, strides, tile shape), instead of every
+# thread computing addresses and issuing its own loads. Triton 3.6 takes a host-side
+# `TensorDescriptor` as a kernel argument; `desc.load([row, col])` then fetches a tile. Each
+# tensor is seen as 3-D, (B·H, N, d), with tiles of (1, BLOCK, d): rows past N in the last
+# block come back as zeros and stores past N are dropped by the hardware, so ragged lengths
+# need only the score mask, and no tile crosses into the next head. The softmax is the same
+# `_softmax_update`. Whether TMA pays here is for the tuning to say: the pointer version's
+# loads are already wide and coalesced, and the gain the matmul topic saw from TMA came
+# with its persistent schedule.
+
+# %%
+@triton.jit
+def _attend_tma(acc, l_i, m_i, q, k_desc, v_desc, bh, offs_m, lo, hi, n, qk_scale,
+                HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL_MASK: tl.constexpr,
+                BOUNDS_MASK: tl.constexpr, NUM_STAGES: tl.constexpr, WARP_SPECIALIZE: tl.constexpr):
+    for start_n in tl.range(lo, hi, BLOCK_N, num_stages=NUM_STAGES, warp_specialize=WARP_SPECIALIZE):
+        k = k_desc.load([bh, start_n, 0]).reshape(BLOCK_N, HEAD_DIM)  # rows past N are zeros
+        s = tl.dot(q, tl.trans(k))  # (BLOCK_M, BLOCK_N) fp32, unscaled
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        if CAUSAL_MASK:
+            s = tl.where(offs_m[:, None] >= offs_n[None, :], s, float("-inf"))
+        if BOUNDS_MASK:
+            s = tl.where(offs_n[None, :] < n, s, float("-inf"))
+        v = v_desc.load([bh, start_n, 0]).reshape(BLOCK_N, HEAD_DIM)
+        acc, l_i, m_i = _softmax_update(acc, l_i, m_i, s, v, qk_scale)
+    return acc, l_i, m_i
+
+
+@triton.jit
+def attention_fwd_tma_kernel(
+    q_desc, k_desc, v_desc, o_desc,  # descriptors of (B*H, N, HEAD_DIM) views; tiles (1, BLOCK_M or BLOCK_N, HEAD_DIM)
+    qk_scale,  # log2(e) / sqrt(HEAD_DIM)
+    n,  # sequence length N
+    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
+    EVEN_N: tl.constexpr, NUM_STAGES: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
+):
+    start_m = tl.program_id(0)
+    bh = tl.program_id(1)
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)  # (BLOCK_M,)
+    q = q_desc.load([bh, start_m * BLOCK_M, 0]).reshape(BLOCK_M, HEAD_DIM)
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    hi = start_m * BLOCK_M if CAUSAL else n
+    acc, l_i, m_i = _attend_tma(acc, l_i, m_i, q, k_desc, v_desc, bh, offs_m, 0, hi, n, qk_scale,
+                                HEAD_DIM, BLOCK_N, False, not EVEN_N, NUM_STAGES, WARP_SPECIALIZE)
+    if CAUSAL:
+        acc, l_i, m_i = _attend_tma(acc, l_i, m_i, q, k_desc, v_desc, bh, offs_m, start_m * BLOCK_M,
+                                    tl.minimum((start_m + 1) * BLOCK_M, n), n, qk_scale,
+                                    HEAD_DIM, BLOCK_N, True, not EVEN_N, NUM_STAGES, WARP_SPECIALIZE)
+    o = acc / l_i[:, None]
+    o_desc.store([bh, start_m * BLOCK_M, 0], o.to(o_desc.dtype).reshape(1, BLOCK_M, HEAD_DIM))  # rows past N dropped
+
+
+def attention_tma(q, k, v, o, causal: bool, *, BLOCK_M: int, BLOCK_N: int, num_warps: int, num_stages: int,
+                  warp_specialize: bool = False) -> None:
+    """Launch :func:`attention_fwd_tma_kernel` into ``o``; arguments as :func:`attention`
+    (which checks them). Descriptors need 16-byte aligned strides: d of 8+ 2-byte elements."""
+    B, H, N, D = q.shape
+
+    def desc(t, rows):  # the (B*H, N, d) view, tiles of (1, rows, d)
+        return TensorDescriptor.from_tensor(t.view(B * H, N, D), [1, rows, D])
+
+    grid = (triton.cdiv(N, BLOCK_M), B * H)
+    attention_fwd_tma_kernel[grid](desc(q, BLOCK_M), desc(k, BLOCK_N), desc(v, BLOCK_N), desc(o, BLOCK_M),
+                                   math.log2(math.e) / math.sqrt(D), N, HEAD_DIM=D, BLOCK_M=BLOCK_M,
+                                   BLOCK_N=BLOCK_N, CAUSAL=causal, EVEN_N=N % BLOCK_M == 0,
+                                   NUM_STAGES=num_stages, WARP_SPECIALIZE=warp_specialize, num_warps=num_warps)
 
 
 # %% [markdown]
@@ -283,8 +372,8 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = 
 # that no block divides. Reported: max |O − O_ref| and ‖O − O_ref‖ / ‖O_ref‖.
 
 # %%
-CHECK_CONFIGS = [dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=2)] if GPU else [
-    dict(BLOCK_M=32, BLOCK_N=16, num_warps=4, num_stages=1)]
+CHECK_CONFIGS = [dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=2, tma=tma) for tma in (False, True)] if GPU \
+    else [dict(BLOCK_M=32, BLOCK_N=16, num_warps=4, num_stages=1, tma=tma) for tma in (False, True)]
 CHECK_N = (1000, 3001) if GPU else (1, 100, 257)
 correctness = []
 for dtype in DTYPES:
@@ -298,21 +387,25 @@ for dtype in DTYPES:
                     max_abs = (out - ref).abs().max().item()
                     rel = ((out - ref).norm() / ref.norm()).item()
                     correctness.append({"dtype": DTYPE_NAME[dtype], "d": d, "causal": causal, "n": n,
-                                        "max_abs": max_abs, "rel": rel})
+                                        "version": "TMA" if cfg["tma"] else "pointers", "max_abs": max_abs, "rel": rel})
                     tol = 1e-5 if dtype == torch.float32 else 2e-2
-                    assert rel < tol, f"{DTYPE_NAME[dtype]} d={d} causal={causal} n={n}: rel. error {rel:.2e}"
+                    assert rel < tol, f"{DTYPE_NAME[dtype]} d={d} causal={causal} n={n} {cfg}: rel. error {rel:.2e}"
 save_data("correctness.csv", correctness)
 for r in correctness:
-    print(f"{r['dtype']} d={r['d']:>3} causal={r['causal']!s:5} N={r['n']:>5}: max abs {r['max_abs']:.2e}, rel {r['rel']:.2e}")
+    print(f"{r['dtype']} d={r['d']:>3} causal={r['causal']!s:5} N={r['n']:>5} {r['version']:8}: "
+          f"max abs {r['max_abs']:.2e}, rel {r['rel']:.2e}")
 
 # %% [markdown]
 # ## 5. Tuning, with pruned autotuning
 #
 # The candidates: `BLOCK_M` 64 or 128, `BLOCK_N` 64 or 128 (at most `BLOCK_M`), 4 or 8 warps,
-# 2 or 3 stages. Triton's warp specialization of the key loop (`warp_specialize=True`, which
-# splits a program into warps that only load and warps that only compute) is not among them:
-# in a trial run on the H200 (Triton 3.6.0, 2026-11-24) every such configuration of this
-# kernel failed to compile for sm_90, in the `NVGPUWarpSpecialization` pass.
+# 2 or 3 stages, through pointers (the first kernel) or TMA descriptors (version 2), and for
+# the TMA version, with and without Triton's warp specialization of the key loop
+# (`warp_specialize=True`, which splits a program into warps that only load and warps that
+# only compute). With pointer loads it is not tried: in a trial run on the H200 (Triton
+# 3.6.0, 2026-11-23) every such configuration failed to compile for sm_90, in the
+# `NVGPUWarpSpecialization` pass. A configuration that fails to compile is printed and
+# left out, not hidden.
 # Two rules prune them before anything is compiled, as the tiled-matmul topic prunes its
 # configurations. The fp32 accumulator and score tile must fit in registers: $(\text{BLOCK\_M}
 # \cdot d + \text{BLOCK\_M} \cdot \text{BLOCK\_N})$ fp32 values spread over the program's
@@ -324,7 +417,8 @@ for r in correctness:
 
 # %%
 def candidate_configs() -> list[dict]:
-    return [dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=w, num_stages=s)
+    return [dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=w, num_stages=s, tma=tma, warp_specialize=ws)
+            for tma, ws in ((False, False), (True, False), (True, True))
             for bm in (64, 128) for bn in (64, 128) for w in (4, 8) for s in (2, 3) if bn <= bm]
 
 
@@ -345,14 +439,24 @@ if GPU:
         for causal in (False, True):
             kept = [c for c in candidate_configs() if fits(c, d)]
             for cfg in kept:
-                t = bench(lambda cfg=cfg: attention(q, k, v, causal, **cfg))
+                try:
+                    t = bench(lambda cfg=cfg: attention(q, k, v, causal, **cfg))
+                except Exception as exc:  # a configuration this Triton cannot compile: recorded, not hidden
+                    print(f"d={d} causal={causal} {cfg}: failed: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}")
+                    continue
                 tune_rows.append({"d": d, "causal": causal, **cfg, "ms": t.ms,
                                   "tflops": tflops(attention_flops(b, h, n, d, causal), t.ms)})
             rows = [r for r in tune_rows if r["d"] == d and r["causal"] == causal]
             best = max(rows, key=lambda r: r["tflops"])
-            BEST[d, causal] = {k_: best[k_] for k_ in ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages")}
+            BEST[d, causal] = {k_: best[k_] for k_ in ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "tma",
+                                                       "warp_specialize")}
+            by_version = {tma: max((r["tflops"] for r in rows if r["tma"] == tma and not r["warp_specialize"]),
+                                   default=float("nan")) for tma in (False, True)}
+            ws = max((r["tflops"] for r in rows if r["warp_specialize"]), default=float("nan"))
             print(f"d={d} causal={causal}: {len(kept)} of {len(candidate_configs())} configurations kept; best "
-                  f"{BEST[d, causal]} at {best['tflops']:.0f} TFLOP/s; worst kept {min(r['tflops'] for r in rows):.0f}")
+                  f"{BEST[d, causal]} at {best['tflops']:.0f} TFLOP/s; worst kept {min(r['tflops'] for r in rows):.0f}; "
+                  f"best through pointers {by_version[False]:.0f}, through TMA {by_version[True]:.0f}, "
+                  f"TMA with warp specialization {ws:.0f} (nan: none compiled)")
     save_data("tuning.csv", tune_rows)
 
 
@@ -435,10 +539,10 @@ if GPU:
     for d in (64, 128):
         for causal in (False, True):
             rows = [r for r in bench_rows if r["d"] == d and r["causal"] == causal]
-            display(plot_benchmark(rows, x="n", y="tflops", provider="provider", y_lo="tflops_lo", y_hi="tflops_hi",
-                                   xlabel="sequence length N", ylabel="TFLOP/s",
-                                   title=f"bf16 attention forward, d={d}, {'causal' if causal else 'not causal'}, "
-                                         f"B·H·N = 16k·32, {ceilings.device}"))
+            display(benchmark_chart(rows, x="n", y="tflops", provider="provider", y_lo="tflops_lo", y_hi="tflops_hi",
+                                    xlabel="sequence length N", ylabel="TFLOP/s",
+                                    title=f"bf16 attention forward, d={d}, {'causal' if causal else 'not causal'}, "
+                                          f"B·H·N = 16k·32, {ceilings.device}"))
 
 # %% [markdown]
 # ## 7. The headlines, paired, at N = 8192, head_dim 128, bf16
@@ -478,6 +582,49 @@ if GPU:
              f"Triton kernel, bf16, N={n} d={d}, not causal: 4BHN^2d / median paired-round time")
 
 # %% [markdown]
+# ### Under the power cap: clock and work per clock
+#
+# Attention at this size keeps the tensor cores as busy as a large matmul does, and the
+# card runs at its power limit: its SM clock is whatever keeps the board under its cap.
+# Throughput is SMs × SM clock × FLOP per SM per clock, so a ratio between two kernels splits
+# into a ratio of clocks and one of work per clock. Each of the kernel and the fastest
+# backend runs back to back for a few seconds, in the order backend, kernel, kernel,
+# backend, while `nvidia-smi` samples the SM clock, the board power and the clock-event
+# reasons every 50 ms (`worklog_gen.power.sustained`, as in the tiled-matmul topic). The
+# clock moves in 15 MHz steps, so the split is good to a percent or two.
+
+# %%
+power_rows = []
+if GPU:
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    runs = {fastest: lambda: sdpa(BACKENDS[fastest])(q, k, v, False), "triton flash": lambda: flash(q, k, v, False)}
+    for i, name in enumerate([fastest, "triton flash", "triton flash", fastest]):
+        s = sustained(runs[name])
+        if s is None:
+            print("clock and power: nvidia-smi gave no samples; skipped")
+            break
+        tf = tflops(f, s["ms"])
+        power_rows.append({"provider": name, "run": i, "tflops": tf, "sm_mhz": s["sm_mhz"], "power_w": s["power_w"],
+                           "temp_c": s["temp_c"], "flop_per_clk_sm": flop_per_clock(tf, s["sm_mhz"], sms),
+                           "pj_per_flop": s["power_w"] / tf, "reasons": ", ".join(reason_names(s["reasons"])),
+                           "samples": s["samples"], "calls": s["calls"]})
+    save_data("power.csv", power_rows)
+    mean = {}
+    for name in dict.fromkeys(r["provider"] for r in power_rows):
+        mine = [r for r in power_rows if r["provider"] == name]
+        mean[name] = {key: sum(r[key] for r in mine) / len(mine)
+                      for key in ("tflops", "sm_mhz", "power_w", "flop_per_clk_sm", "pj_per_flop")}
+        m = mean[name]
+        print(f"{name:>16}: {m['tflops']:5.0f} TFLOP/s  {m['sm_mhz']:5.0f} MHz  {m['power_w']:4.0f} W  "
+              f"{m['flop_per_clk_sm']:5.0f} FLOP/clk/SM ({m['flop_per_clk_sm'] / TENSOR_FLOP_PER_CLK_SM['bf16']:.0%} "
+              f"of the tensor cores' dense peak)  {m['pj_per_flop']:.2f} pJ/FLOP  "
+              f"[{'; '.join(sorted({r['reasons'] for r in mine}))}]")
+    if len(mean) == 2:
+        ours, ref = mean["triton flash"], mean[fastest]
+        print(f"triton flash / {fastest}: throughput {ours['tflops'] / ref['tflops']:.3f} = clock "
+              f"{ours['sm_mhz'] / ref['sm_mhz']:.3f} x work per clock {ours['flop_per_clk_sm'] / ref['flop_per_clk_sm']:.3f}")
+
+# %% [markdown]
 # ## 8. Roofline
 #
 # Every version and backend at N = 8192, head_dim 128, against the measured bf16 roof.
@@ -487,10 +634,11 @@ if GPU:
 # %%
 if GPU:
     points = [RooflinePoint(label=f"{r['provider']}{' causal' if r['causal'] else ''}", flops=r["flops"],
-                            nbytes=r["bytes"], ms=r["ms"], roof="bf16", topic=TOPIC, ms_lo=r["ms_lo"], ms_hi=r["ms_hi"])
+                            nbytes=r["bytes"], ms=r["ms"], roof="bf16", topic=TOPIC, ms_lo=r["ms_lo"], ms_hi=r["ms_hi"],
+                            size=f"B={r['batch']} H={r['heads']} N={r['n']} d={r['d']}", dtype="bf16")
               for r in bench_rows if r["n"] == 8192 and r["d"] == 128]
     save_roofline(points, ceilings)
-    display(plot_roofline(points, ceilings, roofs=("bf16",), title=f"Attention forward, N=8192, d=128, {ceilings.device}"))
+    display(roofline_chart(points, ceilings, roofs=("bf16",), title=f"Attention forward, N=8192, d=128, {ceilings.device}"))
 
 # %% [markdown]
 # ## 9. What we measured, against the prediction
@@ -503,6 +651,13 @@ if GPU:
           f"of the measured bf16 roof ({ceilings.bf16_tflops:.0f}); predicted about half.")
     for name, p in pairs.items():
         print(f"- against sdpa {name}: {p.ratio:.3f}x (paired, spread {p.spread()}).")
+    print(f"- tuned configurations: not causal {BEST[128, False]}, causal {BEST[128, True]} "
+          f"({'TMA' if BEST[128, False]['tma'] else 'pointers'} won the non-causal tuning at d=128).")
+    if len(mean) == 2:
+        print(f"- sustained, at the power cap: Triton {ours['sm_mhz']:.0f} MHz and {ours['power_w']:.0f} W, {fastest} "
+              f"{ref['sm_mhz']:.0f} MHz and {ref['power_w']:.0f} W; work per clock "
+              f"{ours['flop_per_clk_sm'] / TENSOR_FLOP_PER_CLK_SM['bf16']:.0%} against "
+              f"{ref['flop_per_clk_sm'] / TENSOR_FLOP_PER_CLK_SM['bf16']:.0%} of the dense tensor-core peak.")
     for causal in (False, True):
         rows = {r["provider"]: r["tflops"] for r in bench_rows if r["n"] == 8192 and r["d"] == 128 and r["causal"] == causal}
         print(f"- {'causal' if causal else 'not causal'} at N=8192 d=128: "

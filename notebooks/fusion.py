@@ -47,7 +47,8 @@ from IPython.display import display
 from worklog_gen.measure import bench, gbps, gpu_info, measure_ceilings
 from worklog_gen.notebook import headline, interpret_mode, save_data
 from worklog_gen.paired import paired_ratio
-from worklog_gen.roofline import RooflinePoint, plot_roofline, save_roofline
+from worklog_gen.charts import roofline_chart
+from worklog_gen.roofline import RooflinePoint, save_roofline
 
 TOPIC = "fusion"
 GPU = not interpret_mode()
@@ -275,7 +276,7 @@ def record(case: str, nbytes: int, flops: int, fns: dict) -> None:
         t = bench(fn)
         rows.append(timing_row(t, nbytes=nbytes, flops=flops, case=case, provider=name))
         points.append(RooflinePoint(label=f"{case}: {name}", flops=flops, nbytes=nbytes, ms=t.ms, roof="fp32",
-                                    topic=TOPIC, ms_lo=t.ms_lo, ms_hi=t.ms_hi))
+                                    topic=TOPIC, ms_lo=t.ms_lo, ms_hi=t.ms_hi, size="2^28", dtype="fp32"))
 
 
 results = {}
@@ -584,7 +585,7 @@ if GPU:
 
 # %%
 if GPU:
-    display(plot_roofline(points, ceilings, roofs=("fp32",), title=f"Fusion, 2^28 fp32 elements, {ceilings.device}"))
+    display(roofline_chart(points, ceilings, roofs=("fp32",), title=f"Fusion, 2^28 fp32 elements, {ceilings.device}"))
 
 # %% [markdown]
 # ## 6. What we measured, against the prediction

@@ -44,7 +44,8 @@ from IPython.display import display
 
 from worklog_gen.measure import bench, gbps, gpu_info, measure_ceilings
 from worklog_gen.notebook import headline, interpret_mode, save_data
-from worklog_gen.roofline import RooflinePoint, plot_benchmark, plot_roofline, save_roofline
+from worklog_gen.charts import benchmark_chart, roofline_chart
+from worklog_gen.roofline import RooflinePoint, save_roofline
 
 TOPIC = "online-softmax"
 DEVICE = "cpu" if interpret_mode() else "cuda"
@@ -969,34 +970,28 @@ else:
 
 # %%
 def sweep_plot(sweep: str, title: str):
-    fig = plot_benchmark([r for r in bench_rows if r["sweep"] == sweep], x="N", y="gbps", y_lo="gbps_lo",
-                         y_hi="gbps_hi", xlabel="N (row length, elements)",
-                         ylabel="GB/s (one read + one write)", title=title)
-    fig.axes[0].axhline(ceilings.copy_gbps, color="0.3", ls="--", lw=1)
-    fig.axes[0].annotate(f"copy {ceilings.copy_gbps:,.0f} GB/s", (0.01, ceilings.copy_gbps), fontsize=8,
-                         xycoords=("axes fraction", "data"), va="bottom", color="0.3")
-    return fig
+    return benchmark_chart([r for r in bench_rows if r["sweep"] == sweep], x="N", y="gbps", y_lo="gbps_lo",
+                           y_hi="gbps_hi", xlabel="N (row length, elements)",
+                           ylabel="GB/s (one read + one write)", title=title,
+                           rules=[(ceilings.copy_gbps, f"copy {ceilings.copy_gbps:,.0f} GB/s")])
 
 
 if not interpret_mode():
-    fig = sweep_plot("fp32 M=4096", f"Softmax fp32, M = 4096, {ceilings.device}")
-    display(fig)
+    display(sweep_plot("fp32 M=4096", f"Softmax fp32, M = 4096, {ceilings.device}"))
 
 # %% [markdown]
 # ### bf16, 4096 rows
 
 # %%
 if not interpret_mode():
-    fig = sweep_plot("bf16 M=4096", f"Softmax bf16 (fp32 inside), M = 4096, {ceilings.device}")
-    display(fig)
+    display(sweep_plot("bf16 M=4096", f"Softmax bf16 (fp32 inside), M = 4096, {ceilings.device}"))
 
 # %% [markdown]
 # ### Long rows, 64 rows
 
 # %%
 if not interpret_mode():
-    fig = sweep_plot("fp32 M=64", f"Softmax fp32, M = 64 long rows, {ceilings.device}")
-    display(fig)
+    display(sweep_plot("fp32 M=64", f"Softmax fp32, M = 64 long rows, {ceilings.device}"))
 
 # %% [markdown]
 # ## 6. Roofline
@@ -1020,10 +1015,9 @@ if not interpret_mode():
             (r,) = [r for r in bench_rows if r["sweep"] == sweep and r["provider"] == p and r["N"] == N]
             points.append(RooflinePoint(label=f"{p} {sweep.split()[0]} {M}x{N}", flops=FLOPS_PER_ELEMENT * M * N,
                                         nbytes=2 * M * N * esize, ms=r["ms"], roof="fp32", topic=TOPIC,
-                                        ms_lo=r["ms_lo"], ms_hi=r["ms_hi"]))
+                                        ms_lo=r["ms_lo"], ms_hi=r["ms_hi"], size=f"{M}x{N}", dtype=sweep.split()[0]))
     save_roofline(points, ceilings)
-    fig = plot_roofline(points, ceilings, roofs=("fp32",), title=f"Softmax roofline, {ceilings.device}")
-    display(fig)
+    display(roofline_chart(points, ceilings, roofs=("fp32",), title=f"Softmax roofline, {ceilings.device}"))
 
 # %% [markdown]
 # ## 7. Interpretation

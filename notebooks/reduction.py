@@ -46,7 +46,8 @@ from IPython.display import display
 from worklog_gen.measure import bench, gbps, gpu_info, measure_ceilings
 from worklog_gen.notebook import headline, interpret_mode, save_data
 from worklog_gen.paired import paired_ratio
-from worklog_gen.roofline import RooflinePoint, plot_benchmark, plot_roofline, save_roofline
+from worklog_gen.charts import benchmark_chart, roofline_chart
+from worklog_gen.roofline import RooflinePoint, save_roofline
 
 TOPIC = "reduction"
 GPU = not interpret_mode()
@@ -693,9 +694,9 @@ for n in ACC_SIZES:
     print(f"n = 2^{n.bit_length() - 1}: {line}")
 
 # %%
-plot_benchmark(acc_rows, x="n", y="rel_err", provider="version", xlabel="elements n",
-               ylabel="relative error vs float64", logy=True,
-               title="fp32 sum of uniform [0, 1) values: error by order of summation")
+benchmark_chart(acc_rows, x="n", y="rel_err", provider="version", xlabel="elements n",
+                ylabel="relative error vs float64", logy=True,
+                title="fp32 sum of uniform [0, 1) values: error by order of summation")
 
 # %% [markdown]
 # ## 7. The read roof, and tuning
@@ -800,9 +801,9 @@ else:
 
 # %%
 if GPU:
-    display(plot_benchmark(bench_rows, x="n", y="gbps", provider="provider", y_lo="gbps_lo", y_hi="gbps_hi",
-                           xlabel="elements n", ylabel="GB/s (bytes read)", logy=True,
-                           title=f"fp32 sum on {ceilings.device}"))
+    display(benchmark_chart(bench_rows, x="n", y="gbps", provider="provider", y_lo="gbps_lo", y_hi="gbps_hi",
+                            xlabel="elements n", ylabel="GB/s (bytes read)", logy=True,
+                            title=f"fp32 sum on {ceilings.device}"))
 
 # %% [markdown]
 # ## 9. The headline: paired against `torch.sum` at 2^28
@@ -864,13 +865,14 @@ if GPU:
 # %%
 if GPU:
     points = [RooflinePoint(label=r["provider"], flops=r["flops"], nbytes=r["bytes"], ms=r["ms"], roof="fp32",
-                            topic=TOPIC, ms_lo=r["ms_lo"], ms_hi=r["ms_hi"]) for r in at_large.values()]
+                            topic=TOPIC, ms_lo=r["ms_lo"], ms_hi=r["ms_hi"], size="2^28", dtype="fp32")
+              for r in at_large.values()]
     save_roofline(points, ceilings)
     for p in points:
         rate = gbps(p.nbytes, p.ms)
         print(f"{p.label:>26}: {rate:6.0f} GB/s = {rate / READ_GBPS:.3f} of the read roof, "
               f"{rate / ceilings.copy_gbps:.3f} of the copy roof")
-    display(plot_roofline(points, ceilings, roofs=("fp32",), title=f"fp32 sum at 2^28, {ceilings.device}"))
+    display(roofline_chart(points, ceilings, roofs=("fp32",), title=f"fp32 sum at 2^28, {ceilings.device}"))
 
 # %% [markdown]
 # ## 11. What we measured, against the prediction

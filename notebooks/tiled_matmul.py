@@ -36,11 +36,9 @@
 # roofline, and what the numbers say.
 
 # %%
-import datetime
 import re
 import shutil
 import statistics
-import subprocess
 import time
 
 import torch
@@ -53,8 +51,10 @@ except ImportError:
     TensorDescriptor = None
 
 from worklog_gen.measure import bench, gpu_info, measure_ceilings, tflops
+from worklog_gen.charts import benchmark_chart, legend_toggle, roofline_chart
 from worklog_gen.notebook import headline, interpret_mode, save_data
-from worklog_gen.roofline import RooflinePoint, plot_benchmark, plot_roofline, save_roofline
+from worklog_gen.power import SUSTAIN_S, TENSOR_FLOP_PER_CLK_SM, flop_per_clock, reason_names, sustained
+from worklog_gen.roofline import RooflinePoint, save_roofline
 
 TOPIC = "tiled-matmul"
 CPU = interpret_mode()  # TRITON_INTERPRET=1: small irregular sizes on the CPU, no timing
@@ -1283,12 +1283,12 @@ def rows_for(dtype_name: str, squares_only: bool = True) -> list[dict]:
             if r["dtype"] == dtype_name and (not squares_only or r["shape"].isdigit())]
 
 
-fig = None
+chart = None
 if results:
-    fig = plot_benchmark(rows_for("bf16"), x="n", y="tflops", provider="provider", y_lo="tflops_lo",
-                         y_hi="tflops_hi", xlabel="M = N = K", ylabel="TFLOP/s (bf16 in, fp32 accumulate)",
-                         title=f"bf16 matmul, five versions against torch.matmul, {ceilings.device}")
-fig
+    chart = benchmark_chart(rows_for("bf16"), x="n", y="tflops", provider="provider", y_lo="tflops_lo",
+                            y_hi="tflops_hi", xlabel="M = N = K", ylabel="TFLOP/s (bf16 in, fp32 accumulate)",
+                            title=f"bf16 matmul, five versions against torch.matmul, {ceilings.device}")
+chart
 
 # %% [markdown]
 # ### fp16 and fp32 through tf32
@@ -1296,39 +1296,39 @@ fig
 # The tuned versions and `torch.matmul` (with `allow_tf32 = True` for fp32).
 
 # %%
-fig = None
+chart = None
 if results:
     rows = [dict(r, series=f"{r['dtype']}: {r['provider']}") for d in ("fp16", "tf32") for r in rows_for(d)]
-    fig = plot_benchmark(rows, x="n", y="tflops", provider="series", y_lo="tflops_lo", y_hi="tflops_hi",
-                         xlabel="M = N = K", ylabel="TFLOP/s",
-                         title=f"fp16 and tf32 matmul against torch.matmul, {ceilings.device}")
-fig
+    chart = benchmark_chart(rows, x="n", y="tflops", provider="series", y_lo="tflops_lo", y_hi="tflops_hi",
+                            xlabel="M = N = K", ylabel="TFLOP/s",
+                            title=f"fp16 and tf32 matmul against torch.matmul, {ceilings.device}")
+chart
 
 # %% [markdown]
 # ### LLM shapes, bf16
 
 # %%
-fig = None
+chart = None
 if results:
-    import matplotlib.pyplot as plt
+    import altair as alt
 
-    llm = [r for r in results if r["shape"] in LLM_SHAPES]
+    llm = [{k: r[k] for k in ("shape", "provider", "tflops", "tflops_lo", "tflops_hi", "ms")}
+           for r in results if r["shape"] in LLM_SHAPES]
     providers = list(dict.fromkeys(r["provider"] for r in llm))
-    fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
-    plt.close(fig)  # shown once, as the cell's value
-    height = 0.8 / len(providers)
-    for i, prov in enumerate(providers):
-        mine = [r for r in llm if r["provider"] == prov]
-        ys = [list(LLM_SHAPES).index(r["shape"]) + i * height for r in mine]
-        ax.barh(ys, [r["tflops"] for r in mine], height=height, label=prov,
-                xerr=[[r["tflops"] - r["tflops_lo"] for r in mine], [r["tflops_hi"] - r["tflops"] for r in mine]])
-    ax.set_yticks([j + 0.4 - height / 2 for j in range(len(LLM_SHAPES))], list(LLM_SHAPES))
-    ax.invert_yaxis()
-    ax.set_xlabel("TFLOP/s (median; bars: 20th-80th percentile)")
-    ax.set_title(f"bf16 LLM linear layers (M x N x K), {ceilings.device}", fontsize=11)
-    ax.legend(fontsize=8.5, frameon=False, loc="lower right")
-    ax.grid(True, axis="x", alpha=0.35)
-fig
+    show = legend_toggle("provider", providers)
+    base = alt.Chart(alt.Data(values=llm)).encode(
+        y=alt.Y("shape:N", sort=list(LLM_SHAPES), title="M x N x K"), yOffset=alt.YOffset("provider:N", sort=providers),
+        color=alt.Color("provider:N", sort=providers), opacity=alt.condition(show, alt.value(1.0), alt.value(0.0)))
+    x_title = "TFLOP/s (median; whiskers: 20th-80th percentile)"
+    bars = base.mark_bar().encode(
+        x=alt.X("tflops:Q", title=x_title),
+        tooltip=["shape:N", "provider:N", alt.Tooltip("tflops:Q", format=",.0f"),
+                 alt.Tooltip("tflops_lo:Q", format=",.0f"), alt.Tooltip("tflops_hi:Q", format=",.0f"),
+                 alt.Tooltip("ms:Q", format=",.4~g")]).add_params(show)
+    whiskers = base.mark_rule().encode(x=alt.X("tflops_lo:Q", title=x_title), x2="tflops_hi:Q",
+                                       color=alt.value("#888888"))  # mid grey: seen on light and dark pages
+    chart = alt.layer(bars, whiskers).properties(width=520, title=f"bf16 LLM linear layers (M x N x K), {ceilings.device}")
+chart
 
 # %% [markdown]
 # ## 5. Roofline
@@ -1354,11 +1354,11 @@ def best_triton(dtype_name: str, shape: str) -> dict:
 
 def point(r: dict, label: str, roof: str) -> RooflinePoint:
     return RooflinePoint(label=label, flops=r["flops"], nbytes=r["nbytes"], ms=r["ms"], roof=roof, topic=TOPIC,
-                         ms_lo=r["ms_lo"], ms_hi=r["ms_hi"])
+                         ms_lo=r["ms_lo"], ms_hi=r["ms_hi"], size=f"{r['M']}x{r['N']}x{r['K']}", dtype=r["dtype"])
 
 
 points = []
-fig = None
+chart = None
 if results:
     points.append(point(row("bf16", "2048", "naive"), "bf16 2048 naive", "bf16"))
     for prov in variant_names("bf16")[1:] + [TORCH]:
@@ -1374,13 +1374,14 @@ if results:
     ieee = next(r for r in precision_rows if r["provider"] == "grouped ieee")
     n = ieee["n"]
     points.append(RooflinePoint(label=f"fp32 {n} grouped, input_precision=ieee", flops=matmul_flops(n, n, n),
-                                nbytes=compulsory_bytes(n, n, n, 4), ms=ieee["ms"], roof="fp32", topic=TOPIC))
+                                nbytes=compulsory_bytes(n, n, n, 4), ms=ieee["ms"], roof="fp32", topic=TOPIC,
+                                size=f"{n}x{n}x{n}", dtype="fp32"))
     save_roofline(points, ceilings)
-    fig = plot_roofline(points, ceilings, roofs=("bf16", "tf32", "fp32"),
-                        title=f"Tiled matmul on {ceilings.device}: every version against the measured roofs")
+    chart = roofline_chart(points, ceilings, roofs=("bf16", "tf32", "fp32"),
+                           title=f"Tiled matmul on {ceilings.device}: every version against the measured roofs")
 else:
     print("roofline: skipped in CPU mode")
-fig
+chart
 
 # %% [markdown]
 # ## 6. Headline figures, timed in pairs
@@ -1568,7 +1569,7 @@ else:
 # (fewer bytes moved from L2, fewer shared-memory reads), which lets the clock rise.
 #
 # To see which factor separates version 5 from cuBLAS, each headline's winner and
-# `torch.matmul` run back to back for `SUSTAIN_S` seconds each (no L2 flush: this is
+# `torch.matmul` run back to back for `SUSTAIN_S` seconds each (`worklog_gen.power.sustained`) (no L2 flush: this is
 # the steady state), in the order torch, Triton, Triton, torch so that slow drift
 # cancels, while `nvidia-smi` samples the SM clock, the instantaneous board power and the
 # active clock-event reasons every 50 ms. Those are sampled readings: the clock moves in
@@ -1576,106 +1577,6 @@ else:
 # a percent or two.
 
 # %%
-SMI_FIELDS = ("timestamp", "clocks.sm", "power.draw.instant", "temperature.gpu", "clocks_event_reasons.active")
-"""What the sampler asks ``nvidia-smi --query-gpu`` for (see ``nvidia-smi --help-query-gpu``)."""
-CLOCK_EVENT_REASONS = {0x1: "GPU idle", 0x2: "applications clocks setting", 0x4: "SW power cap",
-                       0x8: "HW slowdown", 0x10: "sync boost", 0x20: "SW thermal slowdown",
-                       0x40: "HW thermal slowdown", 0x80: "HW power brake slowdown"}
-"""Bits of the clock-event mask: NVML's ``nvmlClocksEventReasons`` (NVML API reference)."""
-TENSOR_FLOP_PER_CLK_SM = {"bf16": 4096, "fp16": 4096, "tf32": 2048}
-"""Dense tensor-core FLOP per SM per clock on Hopper: 4 tensor cores x 512 fp16/bf16 FMA (256 tf32) per clock,
-H100 architecture whitepaper; 132 SMs x 4096 x 1.83 GHz gives the datasheet's 989 TFLOP/s."""
-SUSTAIN_S = 2.0  # seconds each provider runs per measurement, after 0.5 s of warm-up
-
-
-def parse_smi(text: str) -> list[dict]:
-    """Samples from ``nvidia-smi --query-gpu=<SMI_FIELDS> --format=csv,noheader,nounits`` output.
-
-    Each sample: ``time`` (datetime, the host's local clock), ``sm_mhz`` (MHz), ``power_w`` (W),
-    ``temp_c`` (degrees C) and ``reasons`` (int bit mask, see CLOCK_EVENT_REASONS). A line that is
-    not a whole sample (an error message, a value reported as ``[N/A]``, a line cut short when the
-    sampler is stopped) is skipped.
-    """
-    samples = []
-    for line in text.splitlines():
-        parts = [part.strip() for part in line.split(",")]
-        if len(parts) != len(SMI_FIELDS):
-            continue
-        try:
-            samples.append({"time": datetime.datetime.strptime(parts[0], "%Y/%m/%d %H:%M:%S.%f"),
-                            "sm_mhz": float(parts[1]), "power_w": float(parts[2]), "temp_c": float(parts[3]),
-                            "reasons": int(parts[4], 16)})
-        except ValueError:
-            continue
-    return samples
-
-
-def reason_names(mask: int) -> list[str]:
-    """Names of the clock-event reasons set in ``mask``; a bit NVML's list lacks is given in hex."""
-    names = [name for bit, name in CLOCK_EVENT_REASONS.items() if mask & bit]
-    rest = mask & ~sum(CLOCK_EVENT_REASONS)
-    return names + ([hex(rest)] if rest else [])
-
-
-def flop_per_clock(tflops_: float, sm_mhz: float, sms: int) -> float:
-    """FLOP per SM per clock: TFLOP/s x 1e12 / (SM clock MHz x 1e6 x SMs)."""
-    return tflops_ * 1e12 / (sm_mhz * 1e6 * sms)
-
-
-def sustained(fn, seconds: float = SUSTAIN_S, interval_ms: int = 50) -> dict | None:
-    """Run ``fn`` back to back for ``seconds`` while ``nvidia-smi`` samples the GPU.
-
-    fn launches the GPU work (e.g. one matmul); calls go in batches of about 50 ms, with a
-    synchronize between batches so that the samples fall inside the work. Returns ``ms`` (mean
-    per call, from CUDA events over the whole timed loop), ``calls``, ``samples`` (how many fell
-    inside the loop), the medians ``sm_mhz``, ``power_w`` and ``temp_c`` of those samples, and
-    ``reasons`` (the OR of their clock-event masks). None if ``nvidia-smi`` is missing or gave
-    no sample inside the loop.
-    """
-    exe = shutil.which("nvidia-smi")
-    if exe is None:
-        return None
-    fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    fn()
-    torch.cuda.synchronize()
-    batch = max(1, round(0.05 / (time.perf_counter() - t0)))
-    smi = subprocess.Popen([exe, f"--query-gpu={','.join(SMI_FIELDS)}", "--format=csv,noheader,nounits",
-                            "-lms", str(interval_ms)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        warm_until = time.perf_counter() + 0.5
-        while time.perf_counter() < warm_until:
-            for _ in range(batch):
-                fn()
-            torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        begin, calls = datetime.datetime.now(), 0
-        start.record()
-        deadline = time.perf_counter() + seconds
-        while time.perf_counter() < deadline:
-            for _ in range(batch):
-                fn()
-            calls += batch
-            torch.cuda.synchronize()
-        end.record()
-        end.synchronize()
-        finish = datetime.datetime.now()
-    finally:
-        smi.terminate()
-        text = smi.communicate(timeout=20)[0]
-    inside = [s for s in parse_smi(text) if begin <= s["time"] <= finish]
-    if not inside:
-        return None
-    mask = 0
-    for s in inside:
-        mask |= s["reasons"]
-    return {"ms": start.elapsed_time(end) / calls, "calls": calls, "samples": len(inside),
-            "sm_mhz": statistics.median(s["sm_mhz"] for s in inside),
-            "power_w": statistics.median(s["power_w"] for s in inside),
-            "temp_c": statistics.median(s["temp_c"] for s in inside), "reasons": mask}
-
-
 power_rows = []
 if CPU or not paired:
     print("clock and power: skipped (needs the headline measurements on a GPU)")

@@ -38,7 +38,6 @@ import math
 import re
 import time
 
-import matplotlib.pyplot as plt
 import torch
 import triton
 import triton.language as tl
@@ -46,7 +45,8 @@ from IPython.display import display
 
 from worklog_gen.measure import bench, gbps, gpu_info, measure_ceilings, tflops
 from worklog_gen.notebook import headline, interpret_mode, save_data
-from worklog_gen.roofline import RooflinePoint, plot_benchmark, plot_roofline, save_roofline
+from worklog_gen.charts import benchmark_chart, roofline_chart
+from worklog_gen.roofline import RooflinePoint, save_roofline
 
 TOPIC = "vector-add"
 GPU = not interpret_mode()
@@ -65,12 +65,6 @@ CHECK_SIZES = [1, 127, 1025, 98_431]
 
 torch.manual_seed(0)
 print(f"mode: {'GPU' if GPU else 'CPU (TRITON_INTERPRET=1)'}; device {DEVICE}; half precision {DTYPE_NAME[HALF]}")
-
-
-def show(fig):
-    """Display a figure once (the inline backend would show a pyplot figure again at cell end)."""
-    display(fig)
-    plt.close(fig)
 
 
 # %% [markdown]
@@ -566,20 +560,12 @@ def print_size_table(rows: list[dict]) -> None:
         print(f"{n:>11,}" + "".join(f"{gb[n, p]:>28.0f}" for p in providers))
 
 
-def legend_right(ax) -> None:
-    """Redraw the legend outside the axes on the right, where plot_benchmark puts it, with lines added since."""
-    ax.legend(fontsize=8.5, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
-
-
 def plot_sizes(rows: list[dict]):
     """GB/s against n for every provider, with the measured copy bandwidth as a line."""
-    fig = plot_benchmark(rows, x="n", y="gbps", provider="provider", y_lo="gbps_lo", y_hi="gbps_hi",
-                         xlabel="elements n", ylabel="GB/s (read + write)", logy=True,
-                         title=f"{rows[0]['dtype']} vector add on {ceilings.device}")
-    ax = fig.axes[0]
-    ax.axhline(ceilings.copy_gbps, color="gray", linestyle="--", label=f"measured copy {ceilings.copy_gbps:.0f} GB/s")
-    legend_right(ax)
-    return fig
+    return benchmark_chart(rows, x="n", y="gbps", provider="provider", y_lo="gbps_lo", y_hi="gbps_hi",
+                           xlabel="elements n", ylabel="GB/s (read + write)", logy=True,
+                           title=f"{rows[0]['dtype']} vector add on {ceilings.device}",
+                           rules=[(ceilings.copy_gbps, f"measured copy {ceilings.copy_gbps:.0f} GB/s")])
 
 
 if GPU:
@@ -593,8 +579,8 @@ else:
 
 # %%
 if GPU:
-    show(plot_sizes(size_rows[torch.float32]))
-    show(plot_sizes(size_rows[HALF]))
+    display(plot_sizes(size_rows[torch.float32]))
+    display(plot_sizes(size_rows[HALF]))
 
 # %% [markdown]
 # ### Small sizes against the plateau
@@ -821,19 +807,15 @@ if GPU:
 
 # %%
 if GPU:
-    fig, (ax_bw, ax_fl) = plt.subplots(2, 1, figsize=(8, 9), layout="constrained")
-    for ax, key, ylabel in ((ax_bw, "gbps", "GB/s (read + write)"), (ax_fl, "tflops", "TFLOP/s")):
-        plot_benchmark(sweep_rows, x="r", y=key, provider="variant", y_lo=key + "_lo", y_hi=key + "_hi",
-                       xlabel="chain length r (FLOP/byte = r/4 for FFMA, r/8 for FMUL)", ylabel=ylabel,
-                       logy=True, ax=ax)
-        ax.axvline(4 * ridge_measured, color="black", linestyle="-.", label=f"ridge point, r = {4 * ridge_measured:.0f}")
-    ax_bw.axhline(ceilings.copy_gbps, color="gray", linestyle="--", label=f"measured copy {ceilings.copy_gbps:.0f} GB/s")
-    ax_fl.axhline(datasheet_fp32, color="gray", linestyle="--", label=f"datasheet fp32 {datasheet_fp32:.0f} TFLOP/s")
-    ax_fl.axhline(datasheet_fp32 / 2, color="gray", linestyle=":", label="half of it: 1 FLOP per instruction")
-    for ax in (ax_bw, ax_fl):
-        legend_right(ax)
-    ax_bw.set_title(f"Arithmetic-intensity sweep, {SWEEP_N:,} fp32 elements, {ceilings.device}", fontsize=11)
-    show(fig)
+    ridge_rule = [(4 * ridge_measured, f"ridge point, r = {4 * ridge_measured:.0f}")]
+    for key, ylabel, rules in (
+            ("gbps", "GB/s (read + write)", [(ceilings.copy_gbps, f"measured copy {ceilings.copy_gbps:.0f} GB/s")]),
+            ("tflops", "TFLOP/s", [(datasheet_fp32, f"datasheet fp32 {datasheet_fp32:.0f} TFLOP/s"),
+                                   (datasheet_fp32 / 2, "half of it: 1 FLOP per instruction")])):
+        display(benchmark_chart(sweep_rows, x="r", y=key, provider="variant", y_lo=key + "_lo", y_hi=key + "_hi",
+                                xlabel="chain length r (FLOP/byte = r/4 for FFMA, r/8 for FMUL)", ylabel=ylabel,
+                                logy=True, rules=rules, x_rules=ridge_rule,
+                                title=f"Arithmetic-intensity sweep, {SWEEP_N:,} fp32 elements: {ylabel}, {ceilings.device}"))
 
 # %% [markdown]
 # ## 8. Roofline
@@ -849,14 +831,15 @@ if GPU:
 if GPU:
     add_points = [
         RooflinePoint(f"add {row['provider']} {row['dtype']}", row["flops"], row["bytes"], row["ms"],
-                      roof="fp32", topic=TOPIC, ms_lo=row["ms_lo"], ms_hi=row["ms_hi"])
+                      roof="fp32", topic=TOPIC, ms_lo=row["ms_lo"], ms_hi=row["ms_hi"], size=LARGE_LABEL,
+                      dtype=row["dtype"])
         for dtype in (torch.float32, HALF)
         for row in size_rows[dtype]
         if row["n"] == LARGE
     ]
     chain_points = [
         RooflinePoint(f"{row['variant']} r={row['r']}", row["flops"], row["bytes"], row["ms"],
-                      roof="fp32", topic=TOPIC, ms_lo=row["ms_lo"], ms_hi=row["ms_hi"])
+                      roof="fp32", topic=TOPIC, ms_lo=row["ms_lo"], ms_hi=row["ms_hi"], size=f"{SWEEP_N:,}", dtype="fp32")
         for row in sweep_rows
     ]
     # Saved against the shared ceilings (datasheet fp32), like every other notebook's points.
@@ -864,8 +847,9 @@ if GPU:
     measured = dataclasses.replace(ceilings, fp32_tflops=fma_peak["tflops"],
                                    fp32_source="measured: FMA chain peak, vector-add notebook")
     print(f"measured fp32 roof {measured.fp32_tflops:.1f} TFLOP/s; ridge point {measured.ridge_point('fp32'):.1f} FLOP/byte")
-    show(plot_roofline(add_points, measured, roofs=("fp32",), title=f"Vector add at {LARGE_LABEL} elements, {ceilings.device}"))
-    show(plot_roofline(chain_points, measured, roofs=("fp32",), title=f"FMA and multiply chains, r = 1 … 4096, {ceilings.device}"))
+    display(roofline_chart(add_points, measured, roofs=("fp32",), title=f"Vector add at {LARGE_LABEL} elements, {ceilings.device}"))
+    display(roofline_chart(chain_points, measured, roofs=("fp32",),
+                           title=f"FMA and multiply chains, r = 1 … 4096, {ceilings.device}"))
 else:
     print("CPU mode: roofline skipped")
 

@@ -2,7 +2,8 @@
 
 Under ``TRITON_INTERPRET=1`` (fp32: the interpreter has no bf16): one query attends to one
 key (the output is that value), a causal first row attends only to itself, the result does
-not depend on the block sizes, and bad shapes or block sizes are a clear error. On the host:
+not depend on the block sizes, the TMA version
+agrees with the pointer version at a length no block divides, and bad shapes or block sizes are a clear error. On the host:
 the FLOP and byte model.
 """
 
@@ -49,6 +50,10 @@ q, k, v = (torch.randn(1, 1, 77, 32) for _ in range(3))
 results["causal"] = (attention(q, k, v, True, BLOCK_M=32, BLOCK_N=16, num_stages=1), v)
 results["blocks"] = [attention(q, k, v, False, BLOCK_M=bm, BLOCK_N=bn, num_stages=1)
                      for bm, bn in ((16, 16), (32, 16), (64, 32))]
+# the TMA version: the same results, at a length no block divides, causal and not
+results["tma"] = [(attention(q, k, v, causal, BLOCK_M=32, BLOCK_N=16, num_stages=1),
+                   attention(q, k, v, causal, BLOCK_M=32, BLOCK_N=16, num_stages=1, tma=True))
+                  for causal in (False, True)]
 results["shape"] = attempt(attention, q, k[:, :, :5], v)
 results["dims"] = attempt(attention, torch.randn(1, 1, 8, 24), torch.randn(1, 1, 8, 24), torch.randn(1, 1, 8, 24))
 results["split"] = attempt(attention, q, k, v, BLOCK_M=16, BLOCK_N=32)
@@ -70,6 +75,13 @@ def test_one_key_gives_its_value(interpreted):
 def test_the_first_causal_row_sees_only_itself(interpreted):
     out, v = interpreted["causal"]
     assert (out[0, 0, 0] - v[0, 0, 0]).abs().max().item() < 1e-6
+
+
+@pytest.mark.notebook
+def test_the_tma_version_matches_the_pointer_version_at_a_ragged_length(interpreted):
+    for pointers, tma in interpreted["tma"]:
+        assert pointers.shape == tma.shape == (1, 1, 77, 32)
+        assert (pointers - tma).abs().max().item() < 1e-5
 
 
 @pytest.mark.notebook
