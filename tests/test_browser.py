@@ -7,7 +7,12 @@ Chromium (``/usr/bin/chromium``; Playwright downloads no browser here). Checked:
 * the home pages, a day page, every topic page, the Kernels page, the reading list and
   the tasks page load with no console error, page error, failed or 4xx/5xx request,
   and no request leaves the site (no CDN: fonts, KaTeX and scripts are served locally);
-* every ``<img>`` has really loaded (``naturalWidth > 0``) and the heatmap is drawn;
+* every ``<img>`` has really loaded (``naturalWidth > 0``); every chart is drawn by vega-embed
+  (served from the site) in place of its static SVG, and the heatmap has a cell per day;
+* charts answer the reader: hovering a roofline point (a topic page, the Kernels page) or a
+  heatmap day shows its tooltip; clicking a legend entry hides that series' points and a second
+  click shows them; the palette toggle draws the charts again in the dark scheme; with
+  JavaScript off, the static SVGs show instead;
 * math (arithmatex's output) is rendered by KaTeX, with KaTeX's own fonts;
 * search finds a word that only a day page has; the light/dark toggle switches scheme;
 * at a phone's 390 px width no page scrolls sideways;
@@ -175,11 +180,23 @@ _MATH = """() => ({
                                                     && f.status === "loaded").length,
 })"""
 
+_CHARTS_DONE = """() => Array.from(document.querySelectorAll('img[src$=".vega.svg"]'))
+  .every(img => img.dataset.chart === "drawn" || img.dataset.chart === "failed")"""
+
+# Each chart on the page: its kind, whether charts.js drew it, and its drawn size.
+_CHARTS = """() => Array.from(document.querySelectorAll('img[src$=".vega.svg"]'), img => {
+  const box = img.previousElementSibling && img.previousElementSibling.classList.contains("worklog-chart")
+    ? img.previousElementSibling : null;
+  const svg = box && box.querySelector("svg.marks");
+  return {src: img.getAttribute("src"), state: img.dataset.chart || null, kind: box ? box.dataset.kind : null,
+          width: svg ? svg.getBoundingClientRect().width : 0, hidden: img.hidden};
+})"""
+
 _HEATMAP = """() => {
-  const svg = document.querySelector(".worklog-heatmap svg");
+  const svg = document.querySelector('.worklog-chart[data-kind="heatmap"] svg.marks');
   if (!svg) return null;
   const box = svg.getBoundingClientRect();
-  return {width: box.width, height: box.height, cells: svg.querySelectorAll("rect").length};
+  return {width: box.width, height: box.height, cells: svg.querySelectorAll("g.days_marks path").length};
 }"""
 
 
@@ -190,6 +207,7 @@ class Visit:
     images: list[tuple[str, int]]
     math: dict
     heatmap: dict | None
+    charts: list[dict]
     screenshot: Path | None = None
 
 
@@ -212,8 +230,10 @@ def visits(browser, site, screenshot_dir) -> dict[str, Visit]:
     try:
         for name, path in site.pages().items():
             page, problems = _open(context, site, path)
+            page.wait_for_function(_CHARTS_DONE)
             images = [tuple(item) for item in page.evaluate(_LOAD_IMAGES)]
-            visit = Visit(path, problems, images, page.evaluate(_MATH), page.evaluate(_HEATMAP))
+            visit = Visit(path, problems, images, page.evaluate(_MATH), page.evaluate(_HEATMAP),
+                          page.evaluate(_CHARTS))
             if name in shots:
                 visit.screenshot = screenshot_dir / shots[name]
                 height = min(SHOT_HEIGHT, page.evaluate("document.documentElement.scrollHeight"))
@@ -240,14 +260,176 @@ def test_every_image_has_loaded(visits, site):
         if notebook:
             assert visits[f"topic {topic_id}"].images, f"topic {topic_id}: no image on the page"
     if "kernels" in visits:
-        assert any(src.endswith(".svg") for src, _ in visits["kernels"].images), "Kernels page: no roofline"
+        assert any(src.endswith(".vega.svg") for src, _ in visits["kernels"].images), "Kernels page: no roofline"
+
+
+def test_every_chart_is_drawn_in_place_of_its_svg(visits, site):
+    charts = {name: v.charts for name, v in visits.items() if v.charts}
+    undrawn = {name: [c for c in cs if c["state"] != "drawn" or not c["width"] or not c["hidden"]]
+               for name, cs in charts.items()}
+    assert not {k: v for k, v in undrawn.items() if v}, f"charts not drawn: {undrawn}"
+    kinds = {name: {c["kind"] for c in cs} for name, cs in charts.items()}
+    assert "heatmap" in kinds.get("worklog", set()), "no heatmap on the worklog home"
+    for topic_id, notebook in site.topics:
+        if notebook:
+            assert "roofline" in kinds.get(f"topic {topic_id}", set()), f"topic {topic_id}: no roofline chart"
+    if "kernels" in visits:
+        assert kinds["kernels"] == {"roofline"}
 
 
 def test_heatmap_is_drawn_on_the_worklog_home(visits, site):
     heatmap = visits["worklog"].heatmap
-    assert heatmap is not None, "no .worklog-heatmap svg on the worklog home"
+    assert heatmap is not None, "no heatmap chart on the worklog home"
     assert heatmap["width"] > 0 and heatmap["height"] > 0
     assert heatmap["cells"] >= len(site.days()), "fewer heatmap cells than entries"
+
+
+def test_chart_scripts_fit_the_budget_and_load_once(site):
+    """vega, vega-lite and vega-embed: at most 350 KB gzipped together (the budget of #13),
+    loaded by charts.js on pages with a chart, not by every page."""
+    import gzip
+
+    folder = site.root / "assets" / "vega"
+    total = sum(len(gzip.compress(p.read_bytes(), compresslevel=9)) for p in folder.glob("*.min.js"))
+    assert 0 < total <= 350 * 1024, f"{total / 1024:.0f} KB gzipped"
+    html = (site.root / "index.html").read_text(encoding="utf-8")
+    assert "javascripts/charts.js" in html and "vega.min.js" not in html  # loaded on demand
+
+
+# --- what a reader does with a chart ------------------------------------------------------
+
+_TOOLTIP = "() => { const t = document.getElementById('vg-tooltip-element'); " \
+           "return t && t.classList.contains('visible') ? t.innerText : null; }"
+
+
+def _chart_page(browser, site: Site, path: str, kind: str):
+    """Open ``path``, wait for its charts, and return ``(context, page, problems, chart)``,
+    ``chart`` being the first drawn chart of ``kind``, scrolled into view."""
+    context = _context(browser, site, DESKTOP)
+    page, problems = _open(context, site, path)
+    page.wait_for_function(_CHARTS_DONE)
+    chart = page.locator(f'.worklog-chart[data-kind="{kind}"]').first
+    chart.scroll_into_view_if_needed()
+    return context, page, problems, chart
+
+
+def _spec(site: Site, page, chart) -> dict:
+    """The Vega-Lite spec the chart was drawn from (the .vega.json beside its image)."""
+    src = chart.evaluate("box => box.nextElementSibling.src")
+    return json.loads((site.root / src[len(site.url):].replace(".vega.svg", ".vega.json")).read_text())
+
+
+def _points(spec: dict) -> list[dict]:
+    return next(layer for layer in spec["layer"] if layer.get("name") == "points")["data"]["values"]
+
+
+def _hover_tooltip(page, mark) -> str | None:
+    box = mark.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    try:
+        page.wait_for_function(_TOOLTIP, timeout=3000)
+    except Exception:  # Playwright's TimeoutError: no tooltip
+        return None
+    return page.evaluate(_TOOLTIP)
+
+
+def _roofline_paths(site: Site) -> list[str]:
+    paths = ["kernels/"] if any(notebook for _, notebook in site.topics) else []
+    flash = [f"topics/{t}/" for t, notebook in site.topics if notebook and "flash" in t]
+    return paths + (flash or [f"topics/{t}/" for t, notebook in site.topics if notebook][:1])
+
+
+def test_hovering_a_roofline_point_shows_its_tooltip(browser, site):
+    for path in _roofline_paths(site):
+        context, page, problems, chart = _chart_page(browser, site, path, "roofline")
+        try:
+            variants = {r["variant"] for r in _points(_spec(site, page, chart))}
+            marks = chart.locator("g.points_marks path")
+            assert marks.count() == len(variants) or marks.count() > 0
+            text = _hover_tooltip(page, marks.nth(marks.count() - 1))
+            assert text is not None, f"{path}: no tooltip on a roofline point"
+            shown = dict(line.split("\t", 1) for line in text.replace("\t\n", "\t").split("\n") if "\t" in line)
+            assert shown.get("variant", "").strip() in variants, f"{path}: tooltip {text!r}"
+            for field in ("size", "dtype", "FLOP/byte", "TFLOP/s", "of the roof"):
+                assert field in shown, f"{path}: tooltip lacks {field}: {text!r}"
+            assert not problems, problems
+        finally:
+            context.close()
+
+
+def test_clicking_a_legend_entry_hides_its_points_and_a_second_click_shows_them(browser, site):
+    path = _roofline_paths(site)[0]
+    context, page, problems, chart = _chart_page(browser, site, path, "roofline")
+    try:
+        rows = _points(_spec(site, page, chart))
+        series = "topic" if len({r["topic"] for r in rows}) > 1 else "variant"
+        first = rows[0][series]
+        hidden = "box => Array.from(box.querySelectorAll('g.points_marks path'))" \
+                 ".filter(p => p.getAttribute('opacity') === '0').length"
+        assert chart.evaluate(hidden) == 0
+        entry = chart.locator("g.role-legend-symbol path").first
+        box = entry.bounding_box()
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        expected = sum(r[series] == first for r in rows)
+        page.wait_for_function(f"() => ({hidden})(document.querySelector('.worklog-chart[data-kind=roofline]')) "
+                               f"=== {expected}")
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        page.wait_for_function(f"() => ({hidden})(document.querySelector('.worklog-chart[data-kind=roofline]')) === 0")
+        assert not problems, problems
+    finally:
+        context.close()
+
+
+def test_hovering_a_heatmap_day_shows_its_date_and_words(browser, site):
+    context, page, problems, chart = _chart_page(browser, site, f"{site.prefix}/", "heatmap")
+    try:
+        day = site.days()[-1]
+        rows = next(layer for layer in _spec(site, page, chart)["layer"] if layer.get("name") == "days")
+        index = [r["date"] for r in rows["data"]["values"]].index(day)
+        text = _hover_tooltip(page, chart.locator("g.days_marks path").nth(index))
+        assert text is not None and day in text and "words" in text, text
+        assert not problems, problems
+    finally:
+        context.close()
+
+
+def test_palette_toggle_draws_the_charts_again_in_the_dark_scheme(browser, site):
+    context, page, problems, chart = _chart_page(browser, site, _roofline_paths(site)[0], "roofline")
+    try:
+        label_fill = "box => getComputedStyle(box.querySelector('g.role-axis-label text')).fill"
+        assert chart.evaluate("box => box.dataset.scheme") == "light"
+        light = chart.evaluate(label_fill)
+        page.locator('form[data-md-component="palette"] label:visible').click()
+        page.wait_for_function("() => Array.from(document.querySelectorAll('.worklog-chart'))"
+                               ".every(box => box.dataset.scheme === 'dark')")
+        dark = chart.evaluate(label_fill)
+        channels = [int(c) for c in re.findall(r"\d+", dark)[:3]]
+        assert dark != light and sum(channels) / 3 > 128, f"axis labels {dark} on the dark scheme (light: {light})"
+        assert not problems, problems
+    finally:
+        context.close()
+
+
+def test_without_javascript_the_static_svgs_show(browser, site):
+    context = browser.new_context(viewport=DESKTOP, color_scheme="light", java_script_enabled=False)
+    context.set_default_timeout(TIMEOUT_MS)
+    context.route(lambda url: not url.startswith(site.url), lambda route: route.abort("blockedbyclient"))
+    try:
+        for path in [f"{site.prefix}/", *_roofline_paths(site)]:
+            page = context.new_page()
+            page.goto(site.url + path, wait_until="networkidle")
+            shown = page.evaluate("""async () => Promise.all(Array.from(
+                document.querySelectorAll('img[src$=".vega.svg"]'), async img => {
+                  img.scrollIntoView();
+                  try { await img.decode(); } catch (e) {}
+                  return [img.naturalWidth, img.getBoundingClientRect().width, img.hidden];
+                }))""")
+            assert shown, f"{path}: no chart image"
+            assert all(natural > 0 and width > 0 and not hidden for natural, width, hidden in shown), (path, shown)
+            assert page.locator(".worklog-chart").count() == 0
+            page.close()
+    finally:
+        context.close()
 
 
 def test_math_is_rendered_by_katex_served_from_the_site(visits, site):
@@ -334,7 +516,8 @@ def test_no_page_scrolls_sideways_on_a_phone(browser, site):
             if width > PHONE["width"]:
                 wide[name] = width
             if name == "worklog":  # the heatmap scrolls inside its own box, if at all
-                box = page.evaluate("document.querySelector('.worklog-heatmap').getBoundingClientRect().right")
+                page.wait_for_function(_CHARTS_DONE)
+                box = page.evaluate("document.querySelector('.worklog-chart').getBoundingClientRect().right")
                 assert box <= PHONE["width"], f"heatmap box ends at {box}px"
             page.close()
     finally:
