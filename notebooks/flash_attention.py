@@ -26,7 +26,11 @@
 # attention backend `torch.nn.functional.scaled_dot_product_attention` has.
 
 # %%
+import contextlib
 import math
+import os
+import sys
+import tempfile
 
 import torch
 import torch.nn.functional as F
@@ -429,6 +433,26 @@ def fits(cfg: dict, d: int, itemsize: int = 2) -> bool:
     return regs <= 128 and smem <= 227 * 1024
 
 
+@contextlib.contextmanager
+def compiler_output_kept():
+    """Send what the compiler writes to the process's stderr (file descriptor 2) to a temporary
+    file for the duration, and yield a list that then holds its lines. A failed compilation
+    dumps a full MLIR reproducer there, hundreds of lines that would otherwise land in the
+    notebook; the tuning loop prints one line per failure instead, with the line count."""
+    lines: list[str] = []
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+") as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield lines
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            lines.extend(sink.read().splitlines())
+
+
 BEST = {}
 if GPU:
     tune_rows = []
@@ -440,9 +464,13 @@ if GPU:
             kept = [c for c in candidate_configs() if fits(c, d)]
             for cfg in kept:
                 try:
-                    t = bench(lambda cfg=cfg: attention(q, k, v, causal, **cfg))
+                    with compiler_output_kept() as dumped:
+                        t = bench(lambda cfg=cfg: attention(q, k, v, causal, **cfg))
                 except Exception as exc:  # a configuration this Triton cannot compile: recorded, not hidden
-                    print(f"d={d} causal={causal} {cfg}: failed: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}")
+                    failed_pass = next((line.split("executing [")[1].split(" on")[0] for line in dumped
+                                        if "Pipeline failed while executing [" in line), "")
+                    print(f"d={d} causal={causal} {cfg}: failed: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+                          f"{f' in {failed_pass}' if failed_pass else ''} ({len(dumped)} lines of compiler output)")
                     continue
                 tune_rows.append({"d": d, "causal": causal, **cfg, "ms": t.ms,
                                   "tflops": tflops(attention_flops(b, h, n, d, causal), t.ms)})
