@@ -71,8 +71,9 @@
     return vegaEmbed(chart.container, chart.spec, {
       renderer: "svg",
       config: themeConfig(),
-      // export the drawn chart; no links off the site (the online editor) and no source views
-      actions: { export: true, source: false, compiled: false, editor: false },
+      // no actions menu: its <details> takes Material's admonition style, and its editor link
+      // leaves the site; the static SVG beside the chart is the export
+      actions: false,
       tooltip: { theme: theme },
       loader: { target: "_self" }, // a heatmap day opens its page in this tab
     }).then(function (result) {
