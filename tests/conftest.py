@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from worklog_gen.measure import H200_SXM, Ceilings
+from worklog_gen.roofline import RooflinePoint
 from worklog_gen.worklog import Entry, Link, Task, TaskStatus, Worklog
 
 REPO = Path(__file__).resolve().parent.parent
@@ -127,3 +129,30 @@ def build_site(tmp_path, monkeypatch):
         return root / "site"
 
     return build_it
+
+
+# --- roofline points on synthetic numbers (test_roofline.py, test_charts.py) -------------------
+
+ROOFLINE_N = 2**24  # elements of a vector add
+
+
+@pytest.fixture
+def ceilings() -> Ceilings:
+    return Ceilings("NVIDIA H200", copy_gbps=4000, bf16_tflops=800, tf32_tflops=400, fp32_tflops=67,
+                    datasheet=H200_SXM)
+
+
+@pytest.fixture
+def points() -> list[RooflinePoint]:
+    m = 4096
+    return [
+        # fp32 vector add: 1 FLOP per element, read x and y, write out: 12 bytes per element
+        RooflinePoint("torch add", ROOFLINE_N, 12 * ROOFLINE_N, 0.0537, "fp32", "vector add", size="2^24",
+                      dtype="fp32"),
+        RooflinePoint("triton add BLOCK_SIZE=1024", ROOFLINE_N, 12 * ROOFLINE_N, 0.0550, "fp32", "vector add"),
+        # bf16 matmul: 2 m^3 FLOP, A and B read, C written: 3 m^2 * 2 bytes
+        RooflinePoint("naive", 2 * m**3, 6 * m * m, 2.3, "bf16", "tiled matmul", size="4096^3", dtype="bf16"),
+        RooflinePoint("grouped GROUP_SIZE_M=8", 2 * m**3, 6 * m * m, 0.25, "bf16", "tiled matmul"),
+    ]
+
+

@@ -21,28 +21,7 @@ from worklog_gen.charts import (
     roofline_chart,
 )
 from worklog_gen.heatmap import heatmap_cells, heatmap_chart
-from worklog_gen.measure import H200_SXM, Ceilings
-from worklog_gen.roofline import RooflinePoint
-
-N = 2**24
-
-
-@pytest.fixture
-def ceilings() -> Ceilings:
-    return Ceilings("NVIDIA H200", copy_gbps=4000, bf16_tflops=800, tf32_tflops=400, fp32_tflops=67,
-                    datasheet=H200_SXM)
-
-
-@pytest.fixture
-def points() -> list[RooflinePoint]:
-    m = 4096
-    return [
-        RooflinePoint("torch add", N, 12 * N, 0.0537, "fp32", "vector add", size="2^24", dtype="fp32"),
-        RooflinePoint("triton add BLOCK_SIZE=1024", N, 12 * N, 0.0550, "fp32", "vector add"),
-        RooflinePoint("naive", 2 * m**3, 6 * m * m, 2.3, "bf16", "tiled matmul", size="4096^3", dtype="bf16"),
-        RooflinePoint("grouped GROUP_SIZE_M=8", 2 * m**3, 6 * m * m, 0.25, "bf16", "tiled matmul"),
-    ]
-
+from worklog_gen.measure import Ceilings
 
 def _layers(spec: dict) -> list[dict]:
     return spec["layer"]

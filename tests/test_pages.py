@@ -2,7 +2,6 @@
 
 import datetime as dt
 import json
-import re
 
 import markdown
 import pytest

@@ -2,35 +2,15 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import pytest
 
-from worklog_gen.measure import H200_SXM, Ceilings, Timing
+from worklog_gen.measure import Timing
 from worklog_gen.notebook import OUTPUT_ENV
 from worklog_gen.roofline import RooflinePoint, load_roofline, save_roofline
 
-N = 2**24  # elements of a vector add
-
-
-@pytest.fixture
-def ceilings() -> Ceilings:
-    return Ceilings("NVIDIA H200", copy_gbps=4000, bf16_tflops=800, tf32_tflops=400, fp32_tflops=67,
-                    datasheet=H200_SXM)
-
-
-@pytest.fixture
-def points() -> list[RooflinePoint]:
-    m = 4096
-    return [
-        # fp32 vector add: 1 FLOP per element, read x and y, write out: 12 bytes per element
-        RooflinePoint("torch add", N, 12 * N, 0.0537, "fp32", "vector add"),
-        RooflinePoint("triton add BLOCK_SIZE=1024", N, 12 * N, 0.0550, "fp32", "vector add"),
-        # bf16 matmul: 2 m^3 FLOP, A and B read, C written: 3 m^2 * 2 bytes
-        RooflinePoint("naive", 2 * m**3, 6 * m * m, 2.3, "bf16", "tiled matmul"),
-        RooflinePoint("grouped GROUP_SIZE_M=8", 2 * m**3, 6 * m * m, 0.25, "bf16", "tiled matmul"),
-    ]
+N = 2**24  # elements of a vector add (the ``points`` fixture in conftest.py)
 
 
 def test_intensity_and_tflops_of_a_vector_add():
