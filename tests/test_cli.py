@@ -40,7 +40,9 @@ def test_export_json_of_the_real_log():
         "title": "Making Deep Learning Go Brrrr From First Principles",
         "url": "https://horace.io/brrr_intro.html",
     }
-    assert set(entries[0]) == {"date", "countdown", "url", "source", "links", "tasks", "topics", "words"}
+    assert set(entries[0]) == {"date", "countdown", "url", "source", "links", "tasks", "topics", "words",
+                               "kind", "title", "tags", "day_number", "draft"}
+    assert (entries[0]["kind"], entries[0]["title"], entries[0]["tags"], entries[0]["day_number"]) == ("day", None, [], None)
     statuses = {t["status"] for e in entries for t in e["tasks"]}
     assert statuses <= {"done", "carried", "open"} and "done" in statuses and "carried" in statuses
     # 12/13 reads a Triton matmul post: the project's topics apply to any log.

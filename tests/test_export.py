@@ -34,6 +34,7 @@ def test_to_json_has_exactly_the_documented_shape(make_entry, make_log):
         "tasks": [{"text": "Slides - Done", "status": "done"}],
         "topics": [],
         "words": 5,  # passed through from the entry
+        "kind": "day", "title": None, "tags": [], "day_number": None, "draft": False,
     }
     assert second["topics"] == ["tiled-matmul"] and second["tasks"][0]["status"] == "carried"
 

@@ -55,12 +55,15 @@ def test_each_problem_named_at_its_line(tmp_path):
     assert "2026-05-10" in target.message and "2026-05-12" in target.message
 
 
-def test_duplicate_days_across_files(tmp_path):
+def test_a_day_in_two_files_is_a_warning_and_a_day_twice_in_one_file_an_error(tmp_path):
     (tmp_path / "a.md").write_text("12/09/25 (T - 154)\nx\n", encoding="utf-8")
     (tmp_path / "b.md").write_text("12/09/2025 (T - 154)\ny\n", encoding="utf-8")
     (d,) = check(tmp_path)
-    assert (Path(d.path).name, d.line, d.severity, d.code) == ("b.md", 1, "error", "duplicate-day")
-    assert "a.md:1" in d.message
+    assert (Path(d.path).name, d.line, d.severity, d.code) == ("b.md", 1, "warning", "same-day")
+    assert "a.md:1" in d.message and "both are kept" in d.message
+    (tmp_path / "b.md").write_text("12/09/2025 (T - 154)\ny\n12/09/2025 (T - 154)\nz\n", encoding="utf-8")
+    same_file = [d for d in check(tmp_path) if d.code == "duplicate-day"]
+    assert [(Path(d.path).name, d.line, d.severity) for d in same_file] == [("b.md", 3, "error")]
 
 
 def test_order_is_checked_per_file_not_across_files(tmp_path):

@@ -225,7 +225,7 @@ def test_without_directory_urls_the_heatmap_links_html_files(build_site):
 
 
 def _fake_load(worklog: Worklog):
-    return lambda path, date_order="auto": worklog
+    return lambda path, date_order="auto", year=None, today=None: worklog
 
 
 def test_error_diagnostic_stops_the_build_naming_file_and_line(build_site, make_entry, monkeypatch, caplog):

@@ -55,6 +55,12 @@ def snapshot(log: Worklog) -> dict:
                 "line": e.line,
                 "end_line": e.end_line,
                 "slug": e.slug,
+                "shape": e.shape,
+                "kind": e.kind,
+                "title": e.title,
+                "tags": e.tags,
+                "day_number": e.day_number,
+                "draft": e.draft,
                 "words": e.words,
                 "links": [[link.title, link.url, link.line] for link in e.links],
                 "tasks": [[t.text, t.status.value, t.line] for t in e.tasks],
@@ -81,7 +87,8 @@ def load_case(case: str, tmp_path: Path, monkeypatch) -> tuple[Worklog, dict]:
             data = b"\xef\xbb\xbf" + data
         dst.write_bytes(data)
     monkeypatch.chdir(tmp_path)  # paths in the parse read as in the golden file
-    return load(src.name, date_order=options.get("date_order", "auto")), spec
+    today = dt.date.fromisoformat(options["today"]) if "today" in options else None
+    return load(src.name, date_order=options.get("date_order", "auto"), year=options.get("year"), today=today), spec
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -107,6 +114,7 @@ def test_golden_cases_cover_the_brief():
     wanted = {
         "header_variants", "front_matter_comment", "backwards_links", "mojibake", "crlf_bom",
         "bare_urls", "tasks", "dmy", "per_file", "invalid_dates", "contradictory_order", "duplicates",
+        "progress_log", "dated_notes", "posts", "mixed", "no_entries",
     }  # fmt: skip
     assert wanted <= set(CASES)
 

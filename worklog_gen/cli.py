@@ -69,7 +69,7 @@ def export(paths: tuple[Path, ...], fmt: str, config_file: Path) -> None:
     from worklog_gen.worklog import load
 
     cfg, root = _config(config_file)
-    log = load(_worklog_paths(paths, cfg, root), date_order=cfg.date_order)
+    log = load(_worklog_paths(paths, cfg, root), date_order=cfg.date_order, year=cfg.year)
     for diag in log.diagnostics:
         click.echo(str(diag), err=True)
     if fmt == "json":
@@ -108,7 +108,7 @@ def check(paths: tuple[Path, ...], config_file: Path) -> None:
     from worklog_gen.lint import check as lint
 
     cfg, root = _config(config_file)
-    diagnostics = lint(_worklog_paths(paths, cfg, root), date_order=cfg.date_order)
+    diagnostics = lint(_worklog_paths(paths, cfg, root), date_order=cfg.date_order, year=cfg.year)
     for diag in diagnostics:
         click.echo(str(diag))
     errors = sum(d.severity == "error" for d in diagnostics)

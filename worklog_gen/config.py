@@ -50,6 +50,10 @@ class WorklogConfig(base.Config):
     """Folder of the committed freeze store, relative to ``mkdocs.yml``."""
     feed = c.Type(bool, default=True)
     """Write an Atom feed of entries at ``feed.xml``, at the site root."""
+    year = c.Optional(c.Type(int))
+    """Year of the oldest entry of a progress log whose headings name no year (``## November 24``);
+    a file's front matter ``year:`` wins. Without either, the latest year that puts no entry
+    after the build date, with a warning naming the file and the year chosen."""
 
 
 class _TolerantLoader(yaml.SafeLoader):

@@ -99,7 +99,7 @@ def _relative(path: str, root: Path) -> str:
     return path
 
 
-def load_log(cfg: WorklogConfig, root: Path, messages: list[Message]) -> Worklog:
+def load_log(cfg: WorklogConfig, root: Path, messages: list[Message], today: dt.date | None = None) -> Worklog:
     """Parse the configured worklog; entry paths become relative to ``root`` (the folder
     of ``mkdocs.yml``). The parser's warnings are appended to ``messages``.
 
@@ -111,7 +111,7 @@ def load_log(cfg: WorklogConfig, root: Path, messages: list[Message]) -> Worklog
     if not path.exists():
         raise PluginError(f"worklog: worklog_dir '{cfg.worklog_dir}' not found next to mkdocs.yml")
     try:
-        worklog = load(path, date_order=cfg.date_order)
+        worklog = load(path, date_order=cfg.date_order, year=cfg.year, today=today)
     except (ValueError, OSError) as exc:
         raise PluginError(f"worklog: cannot read {cfg.worklog_dir}: {exc}") from exc
     # The parser reports everything the author must fix (invalid dates, duplicate days,
@@ -146,7 +146,12 @@ def generate(cfg: WorklogConfig, root: Path, *, site_name: str, site_url: str | 
         PluginError: the log or a notebook/store file is unreadable or has errors, named.
     """
     site = GeneratedSite()
-    worklog = load_log(cfg, root, site.messages)
+    worklog = load_log(cfg, root, site.messages, today=build_date)
+    drafts = [e for e in worklog.entries if e.draft]
+    if drafts:  # checked like every entry, but not published
+        worklog = dataclasses.replace(worklog, entries=[e for e in worklog.entries if not e.draft])
+        site.messages.append(Message("info", "worklog: left out of the site, as drafts (draft: true): "
+                                     + ", ".join(e.source for e in drafts)))
     topics = list(cfg.topics)
     ctx = SiteContext(
         url_prefix=cfg.url_prefix,

@@ -150,3 +150,127 @@ def infer_date_order(
         )
         return "mdy", [Diagnostic(p2, l2, msg, "error", "date-order")]
     return ("dmy" if "dmy" in first else "mdy"), []
+
+
+# --- the other shapes of an entry header: progress logs and dated notes -------------------------
+
+_MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
+                "october", "november", "december")
+MONTHS = {name[:3]: i for i, name in enumerate(_MONTH_NAMES, start=1)}
+"""Month number by the first three letters of its English name."""
+
+PROGRESS_RE = re.compile(
+    r"^[ ]{0,3}\#{1,6}[ \t]+"
+    r"(?P<month>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?[ \t]+"
+    r"(?P<day>\d{1,2})(?:st|nd|rd|th)?(?![\d:])(?:,?[ \t]+(?P<year>\d{4})(?!\d))?"
+    r"(?P<rest>[^\n]*?)[ \t]*(?:\#+[ \t]*)?$",
+    re.IGNORECASE,
+)
+"""A markdown heading that starts with a month name and a day, without or with a year:
+``## November 24``, ``## Nov 24``, ``### October 23 - Day 9 of GPU Programming``. ``rest`` is
+what follows the date (its title)."""
+
+DATE_LINE_RE = re.compile(
+    r"^[ ]{0,3}(?:\#{1,6}[ \t]+)?(?P<date>(?P<y>\d{4})(?P<sep>[-./])(?P<m>\d{1,2})(?P=sep)(?P<d>\d{1,2}))"
+    r"[ \t]*(?:\#+[ \t]*)?$"
+)
+"""A year-first date alone on its line, or as a heading: ``2025.01.13``, ``2025-01-20``,
+``2025/01/20``, ``## 2025-01-20``. A date inside a sentence never matches."""
+
+DAY_NUMBER_RE = re.compile(r"\bday[ \t]+(?P<n>\d{1,5})\b", re.IGNORECASE)
+"""The count-up counter of a progress log, ``Day 25 of ML Systems``."""
+
+
+@dataclass(frozen=True)
+class HeaderShape:
+    """One shape an entry header can take: its name, the pattern a header line matches,
+    an example, and what a match yields."""
+
+    name: str
+    pattern: re.Pattern | None
+    example: str
+    yields: str
+
+
+SHAPES = (
+    HeaderShape("t-minus", HEADER_RE, "12/09/25 (T - 154)", "date and countdown (days to the target date)"),
+    HeaderShape("progress", PROGRESS_RE, "## November 24 - Day 25 of ML Systems",
+                "month and day (the year from `year:` or the build date), title, day number"),
+    HeaderShape("dated-note", DATE_LINE_RE, "2025-01-20", "date (year first, `-`, `.` or `/`), alone on its line"),
+    HeaderShape("post", None, "---\ntitle: ...\ndate: 2025-01-05\n---",
+                "one entry per file: title, date, tags, categories, draft from the front matter"),
+)
+"""The entry headers the parser understands, in the order a file is tried: the first shape
+with a match in a file is that file's. ``post`` is a whole file (front matter with a date)."""
+
+
+def shapes_help() -> str:
+    """One line per shape, for the message of a file in which nothing is recognised."""
+    return "; ".join(f"{s.name}: `{s.example.splitlines()[0] if s.pattern else 'front matter with title: and date:'}`"
+                     for s in SHAPES)
+
+
+def progress_month_day(m: re.Match) -> tuple[int, int, int | None]:
+    """``(month, day, year or None)`` of a :data:`PROGRESS_RE` match (the date may not exist)."""
+    return MONTHS[m["month"][:3].lower()], int(m["day"]), int(m["year"]) if m["year"] else None
+
+
+def progress_title(m: re.Match) -> str:
+    """The heading's text after its date, without a leading dash, colon or bar:
+    ``Day 9 of GPU Programming``."""
+    return m["rest"].strip().lstrip("-\u2013\u2014:|,").strip()
+
+
+def day_number(*texts: str) -> int | None:
+    """The N of the first ``Day N`` in ``texts`` (the heading's title, then the body's first
+    line), or ``None``."""
+    for text in texts:
+        if text and (m := DAY_NUMBER_RE.search(text)):
+            return int(m["n"])
+    return None
+
+
+def assign_years(month_days: list[tuple[int, int, int | None]], *, year: int | None,
+                 today: dt.date) -> tuple[list[int], int | None]:
+    """Years for a file's ``(month, day, year or None)`` headings, in file order.
+
+    A heading that names its year keeps it. The others are read as a run: two headings next
+    to each other are taken to be less than half a year apart, so a step from December to
+    January (a log written oldest first) or from January to December (newest first) crosses
+    New Year. ``year`` is the year of the oldest entry; without it, the latest year that puts
+    no entry after ``today``. Returns the years and the year chosen for the oldest entry
+    (``None`` when every heading names its own).
+    """
+    offsets, offset = [], 0
+    for k, (month, day, _) in enumerate(month_days):
+        if k:
+            before = month_days[k - 1]
+            step = (month * 31 + day) - (before[0] * 31 + before[1])
+            if step > 186:  # from early in a year to late: back across New Year
+                offset -= 1
+            elif step < -186:  # from late in a year to early: on across New Year
+                offset += 1
+        offsets.append(offset)
+    if all(y is not None for _, _, y in month_days):
+        return [y for _, _, y in month_days], None
+    low = min(offsets)
+    if year is None:
+        year = today.year - (max(offsets) - low)
+        newest = max(offsets)
+
+        def after_today(base: int) -> bool:
+            return any(_safe_date(base + o - low, m, d) > today for (m, d, _), o in zip(month_days, offsets)
+                       if o == newest)
+
+        while after_today(year):
+            year -= 1
+    return [y if y is not None else year + o - low for (_, _, y), o in zip(month_days, offsets)], year
+
+
+def _safe_date(year: int, month: int, day: int) -> dt.date:
+    """The date, or the last day of the month for a day past its end (29 Feb in a common year)."""
+    try:
+        return dt.date(year, month, day)
+    except ValueError:
+        return dt.date(year, month, 28)

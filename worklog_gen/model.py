@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 from urllib.parse import urlsplit
@@ -91,6 +92,20 @@ class Entry:
     """1-based last line of the entry (its header's line when the body is empty)."""
     duplicate_index: int = 0
     """0, or n for the n-th later entry with the same date (see :func:`load`)."""
+    kind: Literal["day", "post"] = "day"
+    """``"post"``: a whole file with a title in its front matter (a blog post); else a day of a log."""
+    title: str = ""
+    """A post's front matter ``title``, or the text after the date of a progress-log heading
+    (``Day 9 of GPU Programming``); ``""`` for a T-minus entry or a dated note."""
+    tags: list[str] = field(default_factory=list)
+    """A post's front matter ``tags`` and ``categories``, in that order, each once."""
+    day_number: int | None = None
+    """The N of a count-up ``Day N`` in the heading or the body's first line, else ``None``."""
+    draft: bool = False
+    """A post with ``draft: true``: parsed and checked, left out of the built site."""
+    shape: str = ""
+    """Name of the :data:`worklog_gen.headers.SHAPES` entry the header matched (``"t-minus"``,
+    ``"progress"``, ``"dated-note"``, ``"post"``), or ``"file"`` for a one-entry file."""
 
     @property
     def target_date(self) -> dt.date | None:
@@ -106,9 +121,13 @@ class Entry:
 
     @property
     def slug(self) -> str:
-        """ISO date, used as the page name (``2025-12-09``; ``2025-12-09-2`` for a duplicate day)."""
-        iso = self.date.isoformat()
-        return f"{iso}-{self.duplicate_index + 1}" if self.duplicate_index else iso
+        """The page name: the ISO date (``2025-12-09``; ``2025-12-09-2`` for a second entry of
+        that day in the same file); a post's date and title (``2025-01-05-warp-shuffles``)."""
+        base = self.date.isoformat()
+        if self.kind == "post":
+            words = re.findall(r"[a-z0-9]+", self.title.lower())
+            base += "-" + "-".join(words[:8]) if words else ""
+        return f"{base}-{self.duplicate_index + 1}" if self.duplicate_index else base
 
 
 @dataclass

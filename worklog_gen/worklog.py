@@ -65,12 +65,18 @@ from worklog_gen.front_matter import (
 from worklog_gen.headers import (
     HEADER_HINT,
     HEADER_RE,
+    SHAPES,
     HeaderStyle,
+    assign_years,
+    day_number,
     format_header,
     header_countdown,
     header_date,
     header_style,
     infer_date_order,
+    progress_month_day,
+    progress_title,
+    shapes_help,
 )
 from worklog_gen.line_index import LineIndex
 from worklog_gen.model import DateOrder, Diagnostic, Entry, Link, SourceFile, Task, TaskStatus, Worklog
@@ -110,6 +116,36 @@ class _Prepared:
     diagnostics: list[Diagnostic]
     index: LineIndex
     """Index of :attr:`lines` (its ``text`` is ``"\\n".join(lines)``)."""
+    shape: str = "t-minus"
+    """The file's header shape (:data:`worklog_gen.headers.SHAPES`): the first with a match."""
+    other: list[tuple[int, re.Match]] | None = None
+    """Header lines of a file whose shape is not T-minus."""
+
+
+def _other_headers(lines: list[str], start: int) -> tuple[str, list[tuple[int, re.Match]]]:
+    """The first shape after T-minus with header lines in ``lines[start:]``, and those lines;
+    ``("", [])`` if none. Lines inside fenced code blocks are not headers."""
+    for shape in SHAPES[1:]:
+        if shape.pattern is None:
+            continue
+        found, fence = [], None
+        for i in range(start, len(lines)):
+            line = lines[i]
+            marker = _FENCE.match(line)
+            if marker:
+                if fence is None:
+                    fence = marker[1][0] * 3
+                elif marker[1].startswith(fence):
+                    fence = None
+                continue
+            if fence is None and (m := shape.pattern.match(line)):
+                found.append((i, m))
+        if found:
+            return shape.name, found
+    return "", []
+
+
+_FENCE = re.compile(r"^[ ]{0,3}(`{3,}|~{3,})")
 
 
 def _prepare(text: str, path: str) -> _Prepared:
@@ -125,16 +161,20 @@ def _prepare(text: str, path: str) -> _Prepared:
     for i in index.matching(HEADER_HINT):
         if i >= fm[0] and (m := HEADER_RE.match(lines[i])):
             header_like.append((i, m))
-    boundaries = [i for i, _ in header_like]
+    shape, other = ("t-minus", None) if header_like else _other_headers(lines, fm[0])
+    boundaries = [i for i, _ in header_like or other or []]
     repaired = repair.fix_link_lines(lines, path, start=fm[0], boundaries=boundaries, index=index)
     if repaired:
         index = LineIndex(lines)
     diagnostics += repaired
-    return _Prepared(path, lines, fm, header_like, diagnostics, index)
+    return _Prepared(path, lines, fm, header_like, diagnostics, index, shape or "", other)
 
 
-def _build(p: _Prepared, order: Literal["mdy", "dmy"]) -> tuple[SourceFile, list[Diagnostic]]:
-    """Entries of one prepared file (dates read with ``order``), before their links, tasks and words."""
+def _build(p: _Prepared, order: Literal["mdy", "dmy"], year: int | None = None,
+           today: dt.date | None = None) -> tuple[SourceFile, list[Diagnostic]]:
+    """Entries of one prepared file (dates read with ``order``; a progress log's years from
+    ``year`` or ``today``), before their links, tasks and words."""
+    today = today or dt.date.today()
     lines = p.lines
     diagnostics = list(p.diagnostics)
     fm, fm_diags = read_front_matter(lines, p.fm, p.path)
@@ -158,14 +198,16 @@ def _build(p: _Prepared, order: Literal["mdy", "dmy"]) -> tuple[SourceFile, list
             continue
         headers.append((i, date, header_countdown(m)))
     entries: list[Entry] = []
-    if headers:
+    if p.other:
+        entries = _other_entries(p, src, fm, year, today, diagnostics)
+    elif headers:
         first = headers[0][0]
         src.preamble, src.preamble_lines = "\n".join(lines[fm_end:first]), first - fm_end
         bounds = [h[0] for h in headers[1:]] + [len(lines)]
         text, starts = p.index.text, p.index.starts  # a body is a slice of the text: no join per line
         for (i, date, countdown), end in zip(headers, bounds):
             body = text[starts[i + 1] : starts[end] - 1]
-            entries.append(Entry(date, countdown, lines[i], body, p.path, i + 1, end_line=end))
+            entries.append(Entry(date, countdown, lines[i], body, p.path, i + 1, end_line=end, shape="t-minus"))
     else:
         date, countdown, more = per_file_date(lines, p.fm, p.path, fm, order)
         diagnostics += more
@@ -173,9 +215,107 @@ def _build(p: _Prepared, order: Literal["mdy", "dmy"]) -> tuple[SourceFile, list
             src.preamble, src.preamble_lines = "\n".join(lines[fm_end:]), len(lines) - fm_end
         else:
             body = "\n".join(lines[fm_end:])
-            entries.append(Entry(date, countdown, "", body, p.path, fm_end + 1, end_line=len(lines)))
+            entry = Entry(date, countdown, "", body, p.path, fm_end + 1, end_line=len(lines), shape="file")
+            if fm.get("title") not in (None, ""):
+                entry.kind, entry.shape, entry.title = "post", "post", str(fm["title"]).strip()
+                entry.tags = _tags(fm)
+                entry.draft = fm.get("draft") is True or str(fm.get("draft")).lower() == "true"
+            entries.append(entry)
     src.entries = entries
     return src, diagnostics
+
+
+def _tags(fm: dict) -> list[str]:
+    """Front matter ``tags`` then ``categories`` (a list or one string), each once."""
+    out: list[str] = []
+    for key in ("tags", "categories"):
+        value = fm.get(key)
+        for tag in ([value] if isinstance(value, str) else value if isinstance(value, list) else []):
+            tag = str(tag).strip()
+            if tag and tag not in out:
+                out.append(tag)
+    return out
+
+
+def _other_entries(p: _Prepared, src: SourceFile, fm: dict, year: int | None, today: dt.date,
+                   diagnostics: list[Diagnostic]) -> list[Entry]:
+    """Entries of a file of progress-log headings or dated notes (:attr:`_Prepared.other`)."""
+    lines, fm_end = p.lines, p.fm[0]
+    found = p.other or []
+    first = found[0][0]
+    src.preamble, src.preamble_lines = "\n".join(lines[fm_end:first]), first - fm_end
+    bounds = [i for i, _ in found[1:]] + [len(lines)]
+    dates: list[dt.date | None] = []
+    if p.shape == "progress":
+        month_days = [progress_month_day(m) for _, m in found]
+        given = fm.get("year", year)
+        if given is not None and not (isinstance(given, int) and not isinstance(given, bool)):
+            diagnostics.append(Diagnostic(p.path, 1, f"front matter year {given!r} is not a year", "error",
+                                          "front-matter"))
+            given = None
+        years, chosen = assign_years(month_days, year=given, today=today)
+        if chosen is not None and given is None:
+            msg = (f"the headings have no year; read from {chosen} on, the latest year that puts no entry after "
+                   f"{today.isoformat()} (set `year:` in the front matter or the plugin's `year` option)")
+            diagnostics.append(Diagnostic(p.path, found[0][0] + 1, msg, "warning", "year"))
+        for (i, m), (month, day, _), y in zip(found, month_days, years):
+            try:
+                dates.append(dt.date(y, month, day))
+            except ValueError as exc:
+                msg = f"invalid date {m['month']} {day} in {y}: {exc}; the line is kept as text"
+                diagnostics.append(Diagnostic(p.path, i + 1, msg, "error", "invalid-date"))
+                dates.append(None)
+    else:
+        for i, m in found:
+            try:
+                dates.append(dt.date(int(m["y"]), int(m["m"]), int(m["d"])))
+            except ValueError as exc:
+                msg = f"invalid date {m['date']}: {exc}; the line is kept as text"
+                diagnostics.append(Diagnostic(p.path, i + 1, msg, "error", "invalid-date"))
+                dates.append(None)
+    entries: list[Entry] = []
+    for (i, m), date, end in zip(found, dates, bounds):
+        if date is None:  # the line stays in the body of the entry above (or the preamble)
+            if entries:
+                e = entries[-1]
+                e.body = "\n".join(lines[e.line : end])
+                e.end_line = end
+            else:
+                src.preamble, src.preamble_lines = "\n".join(lines[fm_end:end]), end - fm_end
+            continue
+        body = "\n".join(lines[i + 1 : end])
+        entry = Entry(date, None, lines[i], body, p.path, i + 1, end_line=end, shape=p.shape)
+        if p.shape == "progress":
+            entry.title = progress_title(m)
+            first_line = next((line for line in lines[i + 1 : end] if line.strip()), "")
+            entry.day_number = day_number(entry.title, first_line)
+        entries.append(entry)
+    if p.shape == "progress":
+        diagnostics += _day_number_warnings(p.path, entries)
+    for e in entries:
+        if not e.body.strip():
+            diagnostics.append(Diagnostic(p.path, e.line, f"entry {e.date} has no text; kept as an empty entry",
+                                          "warning", "empty-entry"))
+    return entries
+
+
+def _day_number_warnings(path: str, entries: list[Entry]) -> list[Diagnostic]:
+    """Warnings for a count-up log's mistakes: the same ``Day N`` twice, and entries without
+    a counter among entries that have one."""
+    counted = [e for e in entries if e.day_number is not None]
+    if not counted:
+        return []
+    out, seen = [], {}
+    for e in entries:
+        if e.day_number is None:
+            out.append(Diagnostic(path, e.line, f"entry {e.date} has no \"Day N\" counter, unlike "
+                                  f"{len(counted)} other entries of this file", "warning", "day-number"))
+        elif e.day_number in seen:
+            out.append(Diagnostic(path, e.line, f"Day {e.day_number} again: {seen[e.day_number].date} at line "
+                                  f"{seen[e.day_number].line} says it too", "warning", "day-number"))
+        else:
+            seen[e.day_number] = e
+    return out
 
 
 def _analyse(
@@ -197,15 +337,21 @@ def _analyse(
 def _assemble(files: list[SourceFile], diagnostics: list[Diagnostic], order: Literal["mdy", "dmy"]) -> Worklog:
     """One :class:`Worklog` from parsed files: entries sorted by date, duplicates and target date checked."""
     entries = sorted((e for f in files for e in f.entries), key=lambda e: e.date)  # stable: file order within a day
-    by_day: dict[dt.date, list[Entry]] = {}
+    by_page: dict[str, list[Entry]] = {}
     for e in entries:
-        same_day = by_day.setdefault(e.date, [])
-        same_day.append(e)
-        e.duplicate_index = len(same_day) - 1
+        same = by_page.setdefault(e.slug, [])
+        same.append(e)
+        first = same[0]
+        # a second entry of a day in the same file (or a post of the same title and date) is a
+        # mistake: its own page and an error; a day from another source shares the day's page
+        e.duplicate_index = sum(x.path == e.path for x in same[:-1]) if e.kind == "day" else len(same) - 1
         if e.duplicate_index:
-            first = same_day[0]
             msg = f"duplicate day {e.date}: also at {first.source}; both are kept, this one as page {e.slug}"
             diagnostics.append(Diagnostic(e.path, e.line, msg, "error", "duplicate-day"))
+        elif len(same) > 1:
+            msg = (f"day {e.date} is also written at {first.source}: both are kept, on the day's one page, "
+                   f"each under its source")
+            diagnostics.append(Diagnostic(e.path, e.line, msg, "warning", "same-day"))
     # The log's preamble and front matter are those of its first file with a preamble
     # (in a folder of one-entry files, an index or README), else of its first file.
     main = next((f for f in files if f.preamble.strip()), files[0] if files else SourceFile(""))
@@ -223,6 +369,7 @@ def _assemble(files: list[SourceFile], diagnostics: list[Diagnostic], order: Lit
                     f"{target} (expected {_t_minus((target - e.date).days)})"
                 )
                 diagnostics.append(Diagnostic(e.path, e.line, msg, "warning", "target-date"))
+    diagnostics += _unrecognised(files, entries)
     rank = {f.path: k for k, f in enumerate(files)}
     diagnostics.sort(key=lambda d: (rank.get(d.path, len(rank)), d.line))
     return Worklog(
@@ -235,6 +382,33 @@ def _assemble(files: list[SourceFile], diagnostics: list[Diagnostic], order: Lit
         files=files,
         date_order=order,
     )
+
+
+INDEX_NAMES = {"index", "readme"}
+"""Stems of a file that may hold only the log's preamble (the home page's text) beside
+files of entries."""
+_DATE_LIKE = re.compile(r"\d{1,4}[-/.]\d{1,2}(?:[-/.]\d{1,4})?|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)"
+                        r"[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?\b|\bday\s+\d+\b|\(\s*t\s*[-+]", re.IGNORECASE)
+
+
+def _unrecognised(files: list[SourceFile], entries: list[Entry]) -> list[Diagnostic]:
+    """Errors for files in which no entry is recognised (a file named index.md or README.md
+    may hold only the preamble, when other files have entries) and for a log with no entries
+    at all, each listing the header shapes understood and the lines that look most like a date."""
+    out = []
+    for f in files:
+        if f.entries or (entries and Path(f.path).stem.lower() in INDEX_NAMES):
+            continue
+        lines = (f.front_matter_text + "\n" + f.preamble).split("\n") if f.front_matter_lines else f.preamble.split("\n")
+        near = [f"line {n}: “{line.strip()[:60]}”" for n, line in enumerate(lines, start=1)
+                if _DATE_LIKE.search(line)][:3]
+        hint = f" The lines that look most like a date: {'; '.join(near)}" if near else " No line looks like a date"
+        out.append(Diagnostic(f.path, 1, f"no entry recognised in this file. Entry headers understood: {shapes_help()}."
+                              + hint + ".", "error", "no-entries"))
+    if files and not entries and not out:
+        out.append(Diagnostic(files[0].path, 1, f"no entry in the log. Entry headers understood: {shapes_help()}.",
+                              "error", "no-entries"))
+    return out
 
 
 def _t_minus(countdown: int) -> str:
@@ -255,7 +429,8 @@ def _majority_target(entries: list[Entry]) -> dt.date | None:
     return max(counts, key=lambda t: (counts[t], latest[t]))
 
 
-def parse(text: str, path: str | Path = "<string>", *, date_order: DateOrder = "auto") -> Worklog:
+def parse(text: str, path: str | Path = "<string>", *, date_order: DateOrder = "auto", year: int | None = None,
+          today: dt.date | None = None) -> Worklog:
     """Parse the text of one worklog file.
 
     ``path`` names the file in diagnostics and entries (and gives the date of a
@@ -265,7 +440,7 @@ def parse(text: str, path: str | Path = "<string>", *, date_order: DateOrder = "
     Raises:
         ValueError: ``date_order`` is not ``"auto"``, ``"mdy"`` or ``"dmy"``.
     """
-    return _parse_texts([(str(path), text)], date_order=date_order)
+    return _parse_texts([(str(path), text)], date_order=date_order, year=year, today=today)
 
 
 def _parse_texts(
@@ -276,6 +451,8 @@ def _parse_texts(
     extra: list[Diagnostic] | None = None,
     parallel_min_entries: int | None = None,
     parallel_processes: int | None = None,
+    year: int | None = None,
+    today: dt.date | None = None,
 ) -> Worklog:
     """Parse ``(path, text)`` pairs into one :class:`Worklog`; ``extra`` diagnostics
     (from decoding) join the parser's. ``fast=False`` is the reference analysis.
@@ -288,7 +465,7 @@ def _parse_texts(
         diagnostics += extra or []
         files = []
         for p in prepared:
-            src, more = _build(p, order)
+            src, more = _build(p, order, year, today)
             files.append(src)
             diagnostics += more
         _analyse(prepared, files, fast=fast, min_entries=parallel_min_entries, processes=parallel_processes)
@@ -347,7 +524,8 @@ def worklog_files(paths: list[str | Path] | str | Path) -> list[Path]:
     return unique
 
 
-def load(paths: list[str | Path] | str | Path, *, date_order: DateOrder = "auto") -> Worklog:
+def load(paths: list[str | Path] | str | Path, *, date_order: DateOrder = "auto", year: int | None = None,
+         today: dt.date | None = None) -> Worklog:
     """Parse files and folders of ``*.md`` files into one :class:`Worklog`.
 
     Files are read as bytes and decoded as UTF-8 (other encodings with a warning, see
@@ -370,4 +548,4 @@ def load(paths: list[str | Path] | str | Path, *, date_order: DateOrder = "auto"
         text, diags = repair.decode_bytes(q.read_bytes(), str(q))
         texts.append((str(q), text))
         diagnostics += diags
-    return _parse_texts(texts, date_order=date_order, extra=diagnostics)
+    return _parse_texts(texts, date_order=date_order, extra=diagnostics, year=year, today=today)
