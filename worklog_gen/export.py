@@ -5,13 +5,11 @@
 
 from __future__ import annotations
 
-from markdown_it import MarkdownIt
-
+from worklog_gen.markup import shift_headings
 from worklog_gen.pages import entry_url
 from worklog_gen.topics import match_topics
 from worklog_gen.worklog import Entry, TaskStatus, Worklog
 
-_MD = MarkdownIt("commonmark").disable("inline")  # headings need block structure only
 
 
 def to_json(log: Worklog, cfg) -> dict:
@@ -42,29 +40,15 @@ def to_json(log: Worklog, cfg) -> dict:
                 "tasks": [{"text": t.text, "status": TaskStatus(t.status).value} for t in e.tasks],
                 "topics": match_topics(e.body, cfg.topics),
                 "words": e.words,
+                "kind": e.kind,
+                "title": e.title or None,
+                "tags": list(e.tags),
+                "day_number": e.day_number,
+                "draft": e.draft,
             }
             for e in log.entries
         ],
     }
-
-
-def _shift_headings(body: str, levels: int) -> str:
-    """``body`` with every heading ``levels`` deeper (at most ``######``), so that it
-    nests under its entry's heading; setext headings become ATX. Headings are found
-    with markdown-it-py, so ``#`` lines inside code blocks are left alone; headings
-    inside lists and quotes are left alone too."""
-    lines = body.split("\n")
-    for token in _MD.parse(body):
-        if token.type != "heading_open" or token.map is None or token.level != 0:
-            continue
-        start, end = token.map
-        depth = min(6, int(token.tag[1]) + levels)
-        if token.markup.startswith("#"):
-            lines[start] = "#" * depth + " " + lines[start].lstrip(" ").lstrip("#").lstrip()
-        else:  # setext: text lines, then an underline of = or -
-            text = " ".join(line.strip() for line in lines[start : end - 1])
-            lines[start : end] = ["#" * depth + " " + text] + [None] * (end - start - 1)
-    return "\n".join(line for line in lines if line is not None)
 
 
 def _heading(entry: Entry) -> str:
@@ -82,10 +66,10 @@ def to_markdown(log: Worklog) -> str:
     if log.target_date is not None:
         parts.append(f"Target date: {log.target_date.isoformat()}")
     if log.preamble.strip():
-        parts.append(_shift_headings(log.preamble.strip("\n"), 1))
+        parts.append(shift_headings(log.preamble.strip("\n"), 1))
     for entry in log.entries:
         parts.append(_heading(entry))
         body = entry.body.strip("\n")
         if body.strip():
-            parts.append(_shift_headings(body, 2))
+            parts.append(shift_headings(body, 2))
     return "\n\n".join(parts) + "\n"

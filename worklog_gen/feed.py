@@ -73,7 +73,11 @@ def atom_feed(log: Worklog, cfg, *, title: str, site_url: str | None = None, aut
     ET.SubElement(feed, q("link"), rel="self", type="application/atom+xml", href=href(feed_src(cfg)))
     ET.SubElement(feed, q("link"), rel="alternate", type="text/html", href=href(f"{prefix_of(cfg.url_prefix)}/"))
     ET.SubElement(feed, q("generator")).text = "worklog-gen"
+    seen: set[str] = set()
     for entry in sorted(log.entries, key=lambda e: e.date, reverse=True):
+        if entry.slug in seen:  # a second source of a day shares its page, and its feed entry
+            continue
+        seen.add(entry.slug)
         item = ET.SubElement(feed, q("entry"))
         url = entry_url(entry, cfg)
         ET.SubElement(item, q("title")).text = entry_title(entry)

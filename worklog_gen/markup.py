@@ -1,6 +1,6 @@
 """Markdown text helpers for the generated pages: literal text escaped for a
-markdown line, and lists rewritten so that Python-Markdown (MkDocs) reads them as
-CommonMark does."""
+markdown line, lists rewritten so that Python-Markdown (MkDocs) reads them as
+CommonMark does, and headings moved deeper to nest under a page's own."""
 
 from __future__ import annotations
 
@@ -67,3 +67,23 @@ def commonmark_lists(markdown: str) -> str:
     for i in reversed(blank_before):
         lines.insert(i, "")
     return "\n".join(lines)
+
+
+
+def shift_headings(body: str, levels: int) -> str:
+    """``body`` with every heading ``levels`` deeper (at most ``######``), so that it
+    nests under its entry's heading; setext headings become ATX. Headings are found
+    with markdown-it-py, so ``#`` lines inside code blocks are left alone; headings
+    inside lists and quotes are left alone too."""
+    lines = body.split("\n")
+    for token in _MD.parse(body):
+        if token.type != "heading_open" or token.map is None or token.level != 0:
+            continue
+        start, end = token.map
+        depth = min(6, int(token.tag[1]) + levels)
+        if token.markup.startswith("#"):
+            lines[start] = "#" * depth + " " + lines[start].lstrip(" ").lstrip("#").lstrip()
+        else:  # setext: text lines, then an underline of = or -
+            text = " ".join(line.strip() for line in lines[start : end - 1])
+            lines[start : end] = ["#" * depth + " " + text] + [None] * (end - start - 1)
+    return "\n".join(line for line in lines if line is not None)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from worklog_gen.heatmap import heatmap_cells, heatmap_chart
-from worklog_gen.markup import commonmark_lists, md_escape
+from worklog_gen.markup import commonmark_lists, md_escape, shift_headings
 from worklog_gen.old_links import OldSiteLinks
 from worklog_gen.stats import month_title, reading_list, streaks, task_report, timeline, words_by_date
 from worklog_gen.topics import prose
@@ -52,17 +52,29 @@ def entry_url(entry: Entry, cfg) -> str:
     return f"{prefix_of(cfg.url_prefix)}/{entry.slug}/"
 
 
+def _counter(entry: Entry) -> str:
+    """`` · T-154`` (countdown), `` · Day 25`` (count-up), or ``""``."""
+    if entry.countdown is not None:
+        return f" · T-{entry.countdown}"
+    return f" · Day {entry.day_number}" if entry.day_number is not None else ""
+
+
 def entry_title(entry: Entry) -> str:
-    """Page title of an entry: unambiguous date and countdown, ``9 Dec 2025 · T-154``
-    (``9 Dec 2025`` without a countdown)."""
+    """Page title of an entry: a post's title with its date, ``Warp shuffles · 5 Jan 2025``;
+    else the unambiguous date and counter, ``9 Dec 2025 · T-154``, ``24 Nov 2025 · Day 25``
+    (``9 Dec 2025`` without one)."""
     day = f"{entry.date.day} {entry.date:%b %Y}"
-    return day if entry.countdown is None else f"{day} · T-{entry.countdown}"
+    if entry.kind == "post":
+        return f"{entry.title} · {day}"
+    return day + _counter(entry)
 
 
 def nav_title(entry: Entry) -> str:
-    """Short title under its month in the navigation: ``Tue 9 · T-154``."""
-    day = f"{entry.date:%a} {entry.date.day}"
-    return day if entry.countdown is None else f"{day} · T-{entry.countdown}"
+    """Short title under its month in the navigation: ``Tue 9 · T-154``, ``Mon 24 · Day 25``;
+    a post's title."""
+    if entry.kind == "post":
+        return entry.title
+    return f"{entry.date:%a} {entry.date.day}" + _counter(entry)
 
 
 def relative(target_src: str, from_src: str) -> str:
@@ -126,50 +138,67 @@ def _day_link(entry: Entry, from_src: str, ctx: SiteContext, text: str | None = 
     return f"[{md_escape(text or entry_title(entry))}]({relative(entry_src(entry, ctx.url_prefix), from_src)})"
 
 
-def day_page(log: Worklog, index: int, ctx: SiteContext) -> str:
-    """The page of ``log.entries[index]``: title (date and countdown), ISO date,
-    the author's header and text verbatim (old-site links handled by
-    ``ctx.old_links``), then its topics, links and tasks, and links to the previous
-    and next entries."""
-    entry = log.entries[index]
+def day_page(log: Worklog, index: int, ctx: SiteContext, same_day: Sequence[int] = ()) -> str:
+    """The page of ``log.entries[index]``: title (a post's title, or the date and counter),
+    ISO date, the author's header and text verbatim (old-site links handled by
+    ``ctx.old_links``; a post's headings one level down, under its title), its tags, then
+    its topics, links and tasks, and links to the previous and next pages. ``same_day``
+    holds the indices of the day's entries from other sources, which share the page: then
+    each text sits under a heading naming its source."""
+    group = [log.entries[i] for i in (index, *same_day)]
+    entry = group[0]
     src = entry_src(entry, ctx.url_prefix)
     facts = [f"{entry.date:%A} {entry.date.isoformat()}"]
-    if entry.target_date is not None:
-        facts.append(f"{_days(entry.countdown)} to the target date {entry.target_date.isoformat()}")
-    facts.append(f"{entry.words} words")
-    parts = [
-        f"# {entry_title(entry)}",
-        f"*{' · '.join(facts)}*  \nWritten as “{md_escape(entry.header.strip())}” "
-        f"({md_escape(entry.source)})",
-    ]
-    body = ctx.old_links.rewrite(commonmark_lists(entry.body), entry.links, entry.path).strip("\n")
-    parts.append(body if body.strip() else "*No text in this entry.*")
-    topic_ids = ctx.entry_topics.get(entry.slug, [])
+    timed = next((e for e in group if e.target_date is not None), None)
+    if timed is not None:
+        facts.append(f"{_days(timed.countdown)} to the target date {timed.target_date.isoformat()}")
+    facts.append(f"{sum(e.words for e in group)} words")
+    parts = [f"# {md_escape(entry.title) if entry.kind == 'post' else entry_title(timed or entry)}",
+             f"*{' · '.join(facts)}*"]
+    if entry.tags:
+        tags = relative(ctx.src("tags.md"), src)
+        parts.append("**Tags:** " + ", ".join(f"[{md_escape(t)}]({tags}#{tag_anchor(t)})" for t in entry.tags))
+    for e in group:
+        written = (f"Written as “{md_escape(e.header.strip())}”" if e.header.strip()
+                   else "A post" if e.kind == "post" else "One entry per file")
+        body = ctx.old_links.rewrite(commonmark_lists(e.body), e.links, e.path).strip("\n")
+        if e.kind == "post" or len(group) > 1:  # its own headings sit under the page's (or its source's)
+            body = shift_headings(body, 1)
+        if len(group) == 1:
+            parts[1] += f"  \n{written} ({md_escape(e.source)})"
+        else:
+            parts += [f"## From {md_escape(e.source)}", f"*{written}*"]
+        parts.append(body if body.strip() else "*No text in this entry.*")
+    topic_ids = list(dict.fromkeys(t for e in group for t in ctx.entry_topics.get(e.slug, [])))
+    links = [link for e in group for link in e.links]
+    tasks = [t for e in group for t in e.tasks]
     extra: list[str] = []
     if topic_ids:
         items = [
             f"- [{md_escape(ctx.topic_titles.get(t, t))}]({relative(f'topics/{t}.md', src)})" for t in topic_ids
         ]
         extra.append("## Topics\n\n" + "\n".join(items))
-    if entry.links:
+    if links:
         items = []
-        for link in entry.links:
+        for link in links:
             title = md_escape(link.title.strip() or link.url)
             domain = f" — {md_escape(link.domain)}" if link.domain else ""
             items.append(f"- {ctx.old_links.link(title, link.url)}{domain}")
         extra.append("## Links\n\n" + "\n".join(items))
-    if entry.tasks:
-        items = [f"- {STATUS_MARK[TaskStatus(t.status)]}: {md_escape(t.text)}" for t in entry.tasks]
+    if tasks:
+        items = [f"- {STATUS_MARK[TaskStatus(t.status)]}: {md_escape(t.text)}" for t in tasks]
         extra.append("## Tasks\n\n" + "\n".join(items))
     if extra:
         parts.append("---")
         parts.extend(extra)
     around = []
-    if index > 0:
-        around.append("← " + _day_link(log.entries[index - 1], src, ctx))
+    before = [e for e in log.entries[:index] if e.slug != entry.slug]
+    after = [e for e in log.entries[index + 1:] if e.slug != entry.slug]
+    if before:
+        around.append("← " + _day_link(before[-1], src, ctx))
     around.append(f"[{md_escape(ctx.title)}]({relative(ctx.src('index.md'), src)})")
-    if index + 1 < len(log.entries):
-        around.append(_day_link(log.entries[index + 1], src, ctx) + " →")
+    if after:
+        around.append(_day_link(after[0], src, ctx) + " →")
     parts.append("---\n\n" + " · ".join(around))
     return "\n\n".join(parts) + "\n"
 
@@ -200,6 +229,9 @@ def _countdown(log: Worklog, ctx: SiteContext) -> str:
         longest += f" ({s.longest_start.isoformat()} to {s.longest_end.isoformat()})"
     rows.append(("Longest streak", longest))
     rows.append(("Words written", f"{sum(e.words for e in log.entries):,}"))
+    counted = [e for e in log.entries if e.day_number is not None]
+    if counted and log.target_date is None:  # a count-up log: where the counter stands
+        rows.insert(0, ("Day", f"{counted[-1].day_number}, as of {counted[-1].date.isoformat()}"))
     return "\n".join(f"- **{k}:** {v}" for k, v in rows)
 
 
@@ -346,25 +378,57 @@ def nav_section(log: Worklog, ctx: SiteContext) -> list:
     """The worklog's items for MkDocs' ``nav``: home (the section's index page),
     reading list, tasks, then one section per month with its days in date order."""
     months: dict[str, list] = {}
+    listed: set[str] = set()
     for entry in log.entries:
-        months.setdefault(month_title(entry.date), []).append({nav_title(entry): entry_src(entry, ctx.url_prefix)})
+        page = entry_src(entry, ctx.url_prefix)
+        if page not in listed:  # a day written in two files has one page
+            listed.add(page)
+            months.setdefault(month_title(entry.date), []).append({nav_title(entry): page})
+    tags = [{"Tags": ctx.src("tags.md")}] if any(e.tags for e in log.entries) else []
     return [
         ctx.src("index.md"),
         {"Reading list": ctx.src("reading-list.md")},
         {"Tasks": ctx.src("tasks.md")},
+        *tags,
         *({month: days} for month, days in months.items()),
     ]
 
 
+def tag_anchor(tag: str) -> str:
+    """The anchor of a tag's heading on the tags page, as Python-Markdown's ``toc`` makes it."""
+    from markdown.extensions.toc import slugify
+
+    return slugify(tag, "-")
+
+
+def tags_page(log: Worklog, ctx: SiteContext) -> str:
+    """Every tag (a post's ``tags`` and ``categories``), most used first, with its entries."""
+    src = ctx.src("tags.md")
+    by_tag: dict[str, list[Entry]] = {}
+    for entry in log.entries:
+        for tag in entry.tags:
+            by_tag.setdefault(tag, []).append(entry)
+    parts = ["# Tags"]
+    for tag, entries in sorted(by_tag.items(), key=lambda kv: (-len(kv[1]), kv[0].lower())):
+        items = "\n".join(f"- {_day_link(e, src, ctx)}" for e in reversed(entries))
+        parts.append(f"## {md_escape(tag)}\n\n{items}")
+    return "\n\n".join(parts) + "\n"
+
+
 def worklog_pages(log: Worklog, ctx: SiteContext) -> dict[str, str]:
-    """Every worklog page: docs source path -> markdown."""
+    """Every worklog page: docs source path -> markdown (``tags.md`` when an entry has tags)."""
     pages = {
         ctx.src("index.md"): home_page(log, ctx),
         ctx.src("reading-list.md"): reading_list_page(log, ctx),
         ctx.src("tasks.md"): tasks_page(log, ctx),
     }
-    for i, entry in enumerate(log.entries):
-        pages[entry_src(entry, ctx.url_prefix)] = day_page(log, i, ctx)
+    if any(e.tags for e in log.entries):
+        pages[ctx.src("tags.md")] = tags_page(log, ctx)
+    groups: dict[str, list[int]] = {}
+    for i, entry in enumerate(log.entries):  # a day written in two files: one page
+        groups.setdefault(entry_src(entry, ctx.url_prefix), []).append(i)
+    for src, (first, *others) in groups.items():
+        pages[src] = day_page(log, first, ctx, others)
     return pages
 
 

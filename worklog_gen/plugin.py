@@ -39,6 +39,8 @@ class WorklogPlugin(BasePlugin[WorklogConfig]):
         path = config.config_file_path
         self.root = Path(path).resolve().parent if path else Path.cwd()  # paths are relative to mkdocs.yml
         self.nav_configured = config.nav is not None
+        if "footnotes" not in config.markdown_extensions:  # posts write [^1]; Python-Markdown's own extension
+            config.markdown_extensions.append("footnotes")
         check_topic_ids(self.config, config.config_file_path)
         return config
 

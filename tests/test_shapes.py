@@ -1,0 +1,271 @@
+"""Every shape of learning log, on the project's own fixtures (no ``../shared/`` needed).
+
+``tests/fixtures/shapes/`` is a folder as a learner keeps one: a progress log counting up
+across New Year, dated fragment notes, a T-minus log, a blog post (Hugo front matter, its own
+headings, a footnote) and a draft. It builds strictly, and ``check``, ``export`` and the build
+agree on it. The golden cases in ``tests/golden`` (``progress_log``, ``dated_notes``, ``posts``,
+``mixed``, ``no_entries``) pin the parse of each shape, warnings included; here: the rules one by
+one (years, counters, nothing silent), and hypothesis properties for every shape.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from bs4 import BeautifulSoup
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from worklog_gen.lint import check
+from worklog_gen.repair import repair_text
+from worklog_gen.worklog import load, parse
+
+FIXTURES = Path(__file__).parent / "fixtures" / "shapes"
+TODAY = dt.date(2025, 12, 21)
+
+
+# --- the rules, one by one -----------------------------------------------------------------------
+
+
+def test_progress_headings_read_month_day_title_and_day_number():
+    log = parse("## Nov 24\n\nDay 25 of ML Systems.\n\n## October 23 - Day 9 of GPU Programming\n\nx\n",
+                "p.md", today=TODAY)
+    assert [(e.date, e.title, e.day_number, e.shape) for e in log.entries] == [
+        (dt.date(2025, 10, 23), "Day 9 of GPU Programming", 9, "progress"),
+        (dt.date(2025, 11, 24), "", 25, "progress"),
+    ]
+
+
+@pytest.mark.parametrize("text, years", [
+    ("## January 2\nx\n## December 30\ny\n", [2025, 2024]),  # newest first, across New Year
+    ("## December 30\nx\n## January 2\ny\n", [2024, 2025]),  # oldest first, across New Year
+    ("## December 20\nx\n## December 21\ny\n", [2025, 2025]),  # the latest year with nothing after TODAY
+    ("## December 22\nx\n", [2024]),  # 22 Dec 2025 is after TODAY
+])
+def test_a_year_is_chosen_so_that_no_entry_is_after_the_build_date(text, years):
+    log = parse(text, "p.md", today=TODAY)
+    assert [e.date.year for e in sorted(log.entries, key=lambda e: e.line)] == years
+    (warning,) = [d for d in log.diagnostics if d.code == "year"]
+    assert warning.path == "p.md" and str(years[-1] if years[0] > years[-1] else years[0]) in warning.message
+
+
+def test_a_year_from_front_matter_or_the_option_names_the_oldest_entry_and_silences_the_warning():
+    text = "## January 2\nx\n## December 30\ny\n"
+    by_option = parse(text, "p.md", year=2019, today=TODAY)
+    by_front_matter = parse("---\nyear: 2019\n---\n" + text, "p.md", year=2000, today=TODAY)
+    for log in (by_option, by_front_matter):
+        assert [e.date for e in log.entries] == [dt.date(2019, 12, 30), dt.date(2020, 1, 2)]
+        assert not [d for d in log.diagnostics if d.code == "year"]
+
+
+def test_counter_mistakes_are_warnings_never_errors():
+    log = parse("---\nyear: 2025\n---\n## Nov 1 - Day 22\nx\n## Nov 2 - Day 22\ny\n## Nov 3\nz\n", "p.md")
+    found = [(d.line, d.severity, d.code) for d in log.diagnostics]
+    assert found == [(6, "warning", "day-number"), (8, "warning", "day-number")]
+
+
+def test_dated_notes_start_only_at_a_date_alone_on_its_line():
+    text = "2025.01.13\nsee slide 2024.11.20\n\n2025/01/20\n\n## 2025-01-21\nok\n2025-01-22 notes\n"
+    log = parse(text, "n.md")
+    assert [e.date.isoformat() for e in log.entries] == ["2025-01-13", "2025-01-20", "2025-01-21"]
+    assert "see slide 2024.11.20" in log.entries[0].body and "2025-01-22 notes" in log.entries[2].body
+    assert [d.code for d in log.diagnostics] == ["empty-entry"]  # 2025/01/20 has no text, and is kept
+
+
+def test_a_date_that_does_not_exist_stays_text_with_an_error():
+    log = parse("2025-01-13\na\n2025-02-30\nb\n", "n.md")
+    assert [e.date.isoformat() for e in log.entries] == ["2025-01-13"]
+    assert log.entries[0].body == "a\n2025-02-30\nb\n" and log.reassemble() == "2025-01-13\na\n2025-02-30\nb\n"
+    assert [(d.line, d.severity) for d in log.diagnostics] == [(3, "error")]
+
+
+def test_a_post_is_one_titled_entry_with_its_tags():
+    text = ("---\ntitle: Warp shuffles\ndate: 2025-01-05T18:30:00+01:00\ntags: [cuda]\ncategories: learning-log\n"
+            "draft: false\n---\n# Why\nx\n")
+    (entry,) = parse(text, "posts/a.md").entries
+    assert (entry.kind, entry.title, entry.tags, entry.draft, entry.date) == (
+        "post", "Warp shuffles", ["cuda", "learning-log"], False, dt.date(2025, 1, 5))
+    assert entry.slug == "2025-01-05-warp-shuffles"
+
+
+@pytest.mark.parametrize("text", [
+    "# Notes\n\nNov. 24th: finished the softmax notebook\n",
+    "",
+    "---\ntitle: no date\n---\ntext\n",
+])
+def test_a_file_with_no_entry_is_an_error_naming_the_shapes_and_the_nearest_lines(text):
+    log = parse(text, "notes.md")
+    (error,) = [d for d in log.diagnostics if d.code == "no-entries"]
+    assert error.severity == "error" and error.path == "notes.md" and error.line == 1
+    for shape in ("t-minus", "progress", "dated-note", "post"):
+        assert shape in error.message
+    if "Nov." in text:
+        assert "line 3: “Nov. 24th: finished the softmax notebook”" in error.message
+
+
+def test_an_index_file_may_hold_only_the_preamble(tmp_path):
+    (tmp_path / "index.md").write_text("---\ntarget_date: 2025-05-12\n---\nMy rules.\n", encoding="utf-8")
+    (tmp_path / "2025-01-05.md").write_text("A day.\n", encoding="utf-8")
+    log = load(tmp_path)
+    assert log.preamble == "My rules.\n" and [d for d in log.diagnostics if d.severity == "error"] == []
+    (tmp_path / "2025-01-05.md").unlink()
+    assert [d.code for d in load(tmp_path).diagnostics] == ["no-entries"]  # a folder with no entries at all
+
+
+# --- the folder of every shape: check, export and the build agree ---------------------------------
+
+
+def _project(tmp_path: Path, worklog: Path) -> Path:
+    root = tmp_path / "project"
+    shutil.copytree(worklog, root / "worklog")
+    (root / "docs").mkdir()
+    (root / "docs" / "index.md").write_text("# Home\n", encoding="utf-8")
+    config = {"site_name": "Shapes", "theme": {"name": "material"},
+              "markdown_extensions": ["attr_list", {"toc": {"permalink": True}}],
+              "validation": {"omitted_files": "warn", "absolute_links": "warn", "unrecognized_links": "warn",
+                             "anchors": "warn"},
+              "plugins": [{"worklog": {"feed": False}}]}
+    (root / "mkdocs.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return root
+
+
+def _cli(root: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "worklog_gen", *args], cwd=root, capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.fixture(scope="module")
+def shapes_site(tmp_path_factory):
+    from mkdocs.commands.build import build
+    from mkdocs.config import load_config
+
+    root = _project(tmp_path_factory.mktemp("shapes"), FIXTURES)
+    build(load_config(str(root / "mkdocs.yml"), strict=True))  # raises on any warning
+    return root
+
+
+def _html(root: Path, page: str) -> BeautifulSoup:
+    return BeautifulSoup((root / "site" / page).read_text(encoding="utf-8"), "html.parser")
+
+
+def test_every_shape_builds_strictly_into_one_timeline(shapes_site):
+    exported = json.loads(_cli(shapes_site, "export").stdout)["entries"]
+    kinds = {(e["date"], e["kind"]) for e in exported}
+    assert ("2025-01-05", "post") in kinds and ("2024-12-29", "day") in kinds and ("2025-01-27", "day") in kinds
+    published = [e for e in exported if not e["draft"]]
+    for e in published:  # every entry check and export see has its page, and no other page exists
+        assert (shapes_site / "site" / e["url"] / "index.html").is_file(), e["url"]
+    days = {p.name for p in (shapes_site / "site" / "worklog").iterdir() if p.name[:4].isdigit()}
+    assert days == {e["url"].split("/")[1] for e in published}
+    assert _cli(shapes_site, "check").returncode == 0
+
+
+def test_a_post_page_has_its_title_its_headings_below_it_tags_and_footnotes(shapes_site):
+    page = _html(shapes_site, "worklog/2025-01-05-warp-shuffles-or-how-to-reduce-without-shared/index.html")
+    article = page.find("article")
+    assert article.find("h1").get_text(strip=True).startswith("Warp shuffles, or how to reduce without shared memory")
+    assert "Warp shuffles, or how to reduce" in page.find("title").get_text()
+    # the post's own "# Why shuffles" and "## What I measured", one level under its title
+    assert article.find("h2").get_text(strip=True).rstrip("¶") == "Why shuffles"
+    assert article.find("h3").get_text(strip=True).rstrip("¶") == "What I measured"
+    assert article.find("div", class_="footnote") is not None  # [^1] rendered as a footnote
+    tags = [a.get_text() for a in article.find_all("a") if "tags/" in a.get("href", "")]
+    assert tags == ["cuda", "reductions", "learning-log"]
+    tag_page = _html(shapes_site, "worklog/tags/index.html").find("article").get_text()
+    assert "cuda" in tag_page and "Warp shuffles" in tag_page
+
+
+def test_a_draft_is_left_out_of_the_site(shapes_site):
+    assert not list((shapes_site / "site" / "worklog").glob("2025-02-01*"))
+    exported = json.loads(_cli(shapes_site, "export").stdout)["entries"]
+    assert [e["title"] for e in exported if e["draft"]] == ["Notes on tensor cores (unfinished)"]
+
+
+def test_progress_days_show_their_counter(shapes_site):
+    page = _html(shapes_site, "worklog/2025-01-02/index.html")
+    assert page.find("article").find("h1").get_text(strip=True).startswith("2 Jan 2025 · Day 5")
+    exported = {e["date"]: e for e in json.loads(_cli(shapes_site, "export").stdout)["entries"]}
+    assert [exported[f"2024-12-{d}"]["day_number"] for d in (29, 30, 31)] == [1, 2, 3]
+    assert exported["2025-01-02"]["title"] == "Day 5 of Triton" and exported["2025-01-13"]["day_number"] is None
+
+
+def test_a_file_with_no_entries_fails_check_and_the_build(tmp_path):
+    from mkdocs.commands.build import build
+    from mkdocs.config import load_config
+    from mkdocs.exceptions import Abort, PluginError
+
+    worklog = tmp_path / "log"
+    shutil.copytree(FIXTURES, worklog)
+    (worklog / "scratch.md").write_text("# This week\n\nNov. 24th: softmax done.\n", encoding="utf-8")
+    root = _project(tmp_path, worklog)
+    result = _cli(root, "check")
+    assert result.returncode == 1
+    assert "scratch.md:1: error: no entry recognised in this file" in result.stdout and "Nov. 24th" in result.stdout
+    with pytest.raises((Abort, PluginError)):
+        build(load_config(str(root / "mkdocs.yml"), strict=False))
+
+
+def test_a_day_from_two_sources_is_one_page_with_both_texts(tmp_path):
+    from mkdocs.commands.build import build
+    from mkdocs.config import load_config
+
+    worklog = tmp_path / "log"
+    shutil.copytree(FIXTURES, worklog)
+    (worklog / "more-notes.md").write_text("2025-01-08\nflash attention: the N x N scores never reach HBM\n",
+                                           encoding="utf-8")
+    root = _project(tmp_path, worklog)
+    diagnostics = check(root / "worklog", today=TODAY)
+    (same,) = [d for d in diagnostics if d.code == "same-day"]
+    assert same.severity == "warning"
+    build(load_config(str(root / "mkdocs.yml"), strict=False))
+    text = _html(root, "worklog/2025-01-08/index.html").find("article").get_text()
+    assert "Timed naive attention" in text and "never reach HBM" in text
+    assert "From worklog/more-notes.md:1" in text and "From worklog/tminus.md:" in text
+
+
+# --- properties: every shape, no crash, no line lost or duplicated ---------------------------------
+
+SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+months = st.sampled_from(["January", "Feb", "March", "Apr", "May", "June", "Jul", "August", "Sept", "Oct", "Nov",
+                          "December", "dec"])
+progress = st.builds(lambda h, m, d, tail: f"{h} {m} {d}{tail}", st.sampled_from(["#", "##", "###"]), months,
+                     st.integers(0, 35), st.sampled_from(["", " - Day 3 of CUDA", ", 2024", ": Day 9", " ##", "th"]))
+dated = st.builds(lambda pre, y, sep, m, d: f"{pre}{y}{sep}{m:02d}{sep}{d:02d}", st.sampled_from(["", "## "]),
+                  st.sampled_from([2024, 2025]), st.sampled_from(["-", ".", "/"]), st.integers(0, 13), st.integers(0, 32))
+body = st.sampled_from(["", "", "Day 4 of Triton.", "see slide 2024.11.20", "- Done", "-> Tmr", "```", "2025-01-02",
+                        "[a](https://a.org)", "[https://b.org](B)", "Eï¬ƒcient", "# heading", "{{< x id=1 >}}", "x[^1]",
+                        "[^1]: note", "---", "title: t", "date: 2025-01-05"])
+
+
+@st.composite
+def shaped_text(draw) -> str:
+    heads = draw(st.sampled_from([progress, dated]))
+    lines = draw(st.lists(st.one_of(heads, body, body), max_size=30))
+    if draw(st.booleans()):
+        lines = draw(st.sampled_from([["---", "year: 2023", "---"], ["---", "title: t", "date: 2025-01-05", "---"],
+                                      ["---", "year: x", "---"]])) + lines
+    return "\n".join(lines) + draw(st.sampled_from(["", "\n"]))
+
+
+@SETTINGS
+@given(shaped_text(), st.dates(dt.date(2020, 1, 1), dt.date(2030, 12, 31)))
+def test_every_shape_parses_without_losing_or_duplicating_a_line(text, today):
+    log = parse(text, "p.md", today=today)
+    headers = {e.header for e in log.entries if e.header}
+    fixed, _ = repair_text(text, "p.md", is_boundary=lambda line: line in headers)
+    assert log.reassemble() == fixed
+    (f,) = log.files
+    start = f.front_matter_lines + f.preamble_lines + 1
+    for e in f.entries:  # the entries tile the file after the preamble
+        assert e.line == start
+        start = e.end_line + 1
+    assert start == f.line_count + 1 or not f.entries
+    assert all(e.date <= today for e in log.entries if e.shape == "progress") or \
+        any(d.code == "front-matter" for d in log.diagnostics) or "year: 2023" in text or ", 2024" in text
