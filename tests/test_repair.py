@@ -176,3 +176,23 @@ def test_repair_text_keeps_lines_and_reports_each():
     assert fixed.split("\n") == ["12/10/2025 (T - 153)", "", "[A (b)](https://a.org)", "E\ufb03cient", "<https://c.org>", ""]
     assert [(d.line, d.code) for d in diags] == [(1, "line-ends"), (4, "mojibake"), (3, "backwards-link"), (5, "bare-url")]
     assert all(str(d).startswith(f"x.md:{d.line}: warning: ") for d in diags)
+
+
+def test_repairs_compose_on_one_line_and_each_is_reported():
+    """A backwards link whose title is also mojibake, and has a colon as paper titles do:
+    the title is repaired and the link turned round, and both repairs are reported."""
+    from worklog_gen.worklog import parse
+
+    text = ("12/09/25 (T - 154)\n"
+            "[https://arxiv.org/abs/2205.14135](FlashAttention: Fast and Memory-E\u00ef\u00ac\u0192cient Exact Attention)\n")
+    log = parse(text, "p.md")
+    (entry,) = log.entries
+    assert [(link.title, link.url) for link in entry.links] == [
+        ("FlashAttention: Fast and Memory-E\ufb03cient Exact Attention", "https://arxiv.org/abs/2205.14135")]
+    assert [(d.line, d.code) for d in log.diagnostics] == [(2, "mojibake"), (2, "backwards-link")]
+
+
+@pytest.mark.parametrize("line", ["[https://a.org](mailto:me@b.org)", '[https://a.org](https://b.org "t")',
+                                  "[https://a.org](/path)", "[https://a.org](#anchor)"])
+def test_a_link_to_a_url_or_path_is_not_backwards(line):
+    assert fix_backwards_link(line) == (line, [])

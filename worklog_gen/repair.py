@@ -68,8 +68,12 @@ _MOJIBAKE_LEAD = "".join(map(chr, [*range(0x80, 0xA0), *range(0xC2, 0xF5)]))
 _FENCE_OPEN = re.compile(r"^(?P<lead>[ \t]*(?:(?:[-+*]|\d{1,9}[.)]|>)[ \t]*)*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _BACKWARDS_HINT = re.compile(r"\[[ \t]*(?:(?:https?|ftp)://|www\.)", re.IGNORECASE)
 _URL_LABEL = re.compile(r"^(?:https?|ftp)://\S+$|^www\.\S+$", re.IGNORECASE)
-# A link target that is a URL or a path (so the link is not backwards).
-_URL_OR_PATH = re.compile(r"^\s*(?:<|[a-z][a-z0-9+.\-]*:|www\.|/|#|\.{1,2}/|\?)", re.IGNORECASE)
+# A link target that is a URL or a path (so the link is not backwards). A scheme-like word
+# only counts when no space follows before the end or a link title: a paper's title such as
+# "FlashAttention: Fast and Memory-Efficient ..." is prose, not a URI.
+_URL_OR_PATH = re.compile(
+    r"^\s*(?:<|[a-z][a-z0-9+.\-]*:\S*(?:\s+(?:\"[^\"]*\"|'[^']*'|\([^)]*\)))?\s*$|www\.|/|#|\.{1,2}/|\?)",
+    re.IGNORECASE)
 _BARE_URL = re.compile(
     r"^(?P<lead>(?:[ ]{0,3}|[ \t]*(?=(?:[-+*]|\d{1,9}[.)])[ \t]))(?:(?:[-+*]|\d{1,9}[.)])[ \t]+|>[ \t]?)*)"
     r"(?P<url>(?:https?|ftp)://[^\s<>`]+)(?P<trail>[ \t]*)$",
