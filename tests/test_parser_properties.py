@@ -7,8 +7,6 @@
   keep the number of lines.
 * The fast path (one markdown-it-py parse per file, plain text counted directly)
   finds the same links, tasks and words as parsing every entry on its own in full.
-* The parallel analysis (entries cut into chunks, each scanned on its slice of the
-  file in another process) finds the same as the serial one, line numbers included.
 * Every line that :func:`parse_task` reads as a task is among :func:`task_lines`.
 * :func:`count_words` (bytes at C speed) equals the rule as two regexes over the text.
 * The scanner's inline parsers (text stops only where an enabled rule can start; per
@@ -132,15 +130,6 @@ def test_fast_path_equals_full_parse(bodies):
         return [(e.line, e.words, e.links, e.tasks) for e in log.entries]
 
     assert found(fast) == found(full)
-
-
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(markdownish, min_size=2, max_size=12))
-def test_parallel_analysis_equals_serial(bodies):
-    text = "".join(f"12/{1 + k:02d}/25 (T - {154 - k})\n{body}\n" for k, body in enumerate(bodies))
-    serial = _parse_texts([("p.md", text)], date_order="mdy", parallel_min_entries=10**9)
-    forced = _parse_texts([("p.md", text)], date_order="mdy", parallel_min_entries=0, parallel_processes=2)
-    assert forced == serial
 
 
 def _inline_tokens(md: MarkdownIt, text: str) -> list[tuple]:

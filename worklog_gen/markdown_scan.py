@@ -83,9 +83,8 @@ def scan(
 
     ``index`` is a :class:`worklog_gen.line_index.LineIndex` of ``lines``, if the caller
     has one. ``lines`` may be a slice of a file that starts ``line_offset`` lines into
-    it (:mod:`worklog_gen.parallel` scans a file in parts): :attr:`Link.line` counts
-    from the file's start, :attr:`Scan.code_lines` index ``lines``. Never raises on
-    content.
+    it: :attr:`Link.line` counts from the file's start, :attr:`Scan.code_lines` index
+    ``lines``. Never raises on content.
     """
     index = index or LineIndex(lines)
     md = _markdown()

@@ -10,8 +10,7 @@ This module runs the parse; each rule lives in the module named after it:
 :mod:`~worklog_gen.headers` (header lines, dates, month/day order),
 :mod:`~worklog_gen.repair` (damaged exports), :mod:`~worklog_gen.markdown_scan`
 (links and prose, with markdown-it-py), :mod:`~worklog_gen.words` (word counts),
-:mod:`~worklog_gen.tasks` (status markers), :mod:`~worklog_gen.parallel` (links,
-words and tasks of a large log's entries in several processes). The data model is in
+:mod:`~worklog_gen.tasks` (status markers). The data model is in
 :mod:`~worklog_gen.model` and re-exported here. Data flows one way: this module
 knows nothing of pages, MkDocs or notebooks.
 
@@ -80,8 +79,8 @@ from worklog_gen.headers import (
 )
 from worklog_gen.line_index import LineIndex
 from worklog_gen.model import DateOrder, Diagnostic, Entry, Link, SourceFile, Task, TaskStatus, Worklog
-from worklog_gen.parallel import FileBodies, analyse
-from worklog_gen.tasks import parse_task
+from worklog_gen.markdown_scan import scan
+from worklog_gen.tasks import entry_tasks, parse_task
 from worklog_gen.words import count_words
 
 __all__ = [
@@ -318,20 +317,17 @@ def _day_number_warnings(path: str, entries: list[Entry]) -> list[Diagnostic]:
     return out
 
 
-def _analyse(
-    prepared: list[_Prepared], files: list[SourceFile], *, fast: bool, min_entries: int | None, processes: int | None
-) -> None:
-    """Set the links, words and tasks of every entry of ``files`` (built from ``prepared``),
-    on several cores for a large log (:func:`worklog_gen.parallel.analyse`)."""
-    jobs = [
-        (src, FileBodies(p.lines, p.index, [(e.line if e.header else e.line - 1, e.end_line) for e in src.entries]))
-        for p, src in zip(prepared, files)
-        if src.entries
-    ]
-    found = analyse([job for _, job in jobs], fast=fast, min_entries=min_entries, processes=processes)
-    for (src, _), (links, words, tasks) in zip(jobs, found):
-        for e, e_links, e_words, e_tasks in zip(src.entries, links, words, tasks):
-            e.links, e.words, e.tasks = e_links, e_words, e_tasks
+def _analyse(prepared: list[_Prepared], files: list[SourceFile], *, fast: bool) -> None:
+    """Set the links, words and tasks of every entry of ``files`` (built from ``prepared``):
+    one markdown-it-py scan per file (:func:`worklog_gen.markdown_scan.scan`)."""
+    for p, src in zip(prepared, files):
+        if not src.entries:
+            continue
+        bodies = [(e.line if e.header else e.line - 1, e.end_line) for e in src.entries]
+        found = scan(p.lines, bodies, fast=fast, index=p.index)
+        tasks = entry_tasks(p.lines, bodies, found.code_lines, p.index)
+        for e, links, words, e_tasks in zip(src.entries, found.links, found.words, tasks):
+            e.links, e.words, e.tasks = links, words, e_tasks
 
 
 def _assemble(files: list[SourceFile], diagnostics: list[Diagnostic], order: Literal["mdy", "dmy"]) -> Worklog:
@@ -449,16 +445,12 @@ def _parse_texts(
     date_order: DateOrder,
     fast: bool = True,
     extra: list[Diagnostic] | None = None,
-    parallel_min_entries: int | None = None,
-    parallel_processes: int | None = None,
     year: int | None = None,
     today: dt.date | None = None,
 ) -> Worklog:
     """Parse ``(path, text)`` pairs into one :class:`Worklog`; ``extra`` diagnostics
-    (from decoding) join the parser's. ``fast=False`` is the reference analysis.
-    ``parallel_min_entries`` and ``parallel_processes`` override the size from which
-    entries are analysed in several processes, and how many (``min_entries`` and
-    ``processes`` of :func:`worklog_gen.parallel.analyse`)."""
+    (from decoding) join the parser's. ``fast=False`` is the reference analysis; ``year``
+    and ``today`` date a progress log's headings (see :func:`load`)."""
     with _no_cycle_collection():
         prepared = [_prepare(text, path) for path, text in texts]
         order, diagnostics = infer_date_order(((p.path, i, m) for p in prepared for i, m in p.header_like), date_order)
@@ -468,7 +460,7 @@ def _parse_texts(
             src, more = _build(p, order, year, today)
             files.append(src)
             diagnostics += more
-        _analyse(prepared, files, fast=fast, min_entries=parallel_min_entries, processes=parallel_processes)
+        _analyse(prepared, files, fast=fast)
         return _assemble(files, diagnostics, order)
 
 
