@@ -35,11 +35,6 @@ HEADER_RE = re.compile(
 )
 """A header-shaped line; the date may still be invalid (see :func:`header_date`)."""
 
-HEADER_HINT = re.compile(r"\([ \t]*[Tt][ \t]*[-\u2010-\u2015\u2212+]")
-"""What every header line holds; searched for first because it is much faster to find
-than :data:`HEADER_RE` (use :func:`re.Pattern.search`, then match :data:`HEADER_RE`)."""
-
-
 @dataclass(frozen=True)
 class HeaderStyle:
     """How a log writes its header lines, so that a new one matches the last."""

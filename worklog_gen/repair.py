@@ -33,7 +33,6 @@ from collections.abc import Callable, Sequence
 
 import ftfy
 
-from worklog_gen.line_index import LineIndex
 from worklog_gen.model import Diagnostic
 
 # ftfy with every fixer off except those that undo a wrong decoding. The author's
@@ -62,8 +61,6 @@ _ENCODING_ONLY = ftfy.TextFixerConfig(
 # check (``ftfy.badness.is_bad``) is far slower, so lines pass this one first.
 _CP1252_HIGH = "".join(bytes([b]).decode("cp1252") for b in range(0x80, 0xA0) if b not in (0x81, 0x8D, 0x8F, 0x90, 0x9D))
 _MOJIBAKE_HINT = re.compile(f"[\u00c2-\u00f4][\u0080-\u00bf{_CP1252_HIGH}]|[\u00c2\u00c3] |[\u0080-\u009f]")
-_MOJIBAKE_LEAD = "".join(map(chr, [*range(0x80, 0xA0), *range(0xC2, 0xF5)]))
-"""The characters one of which every match of _MOJIBAKE_HINT starts with."""
 
 _FENCE_OPEN = re.compile(r"^(?P<lead>[ \t]*(?:(?:[-+*]|\d{1,9}[.)]|>)[ \t]*)*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _BACKWARDS_HINT = re.compile(r"\[[ \t]*(?:(?:https?|ftp)://|www\.)", re.IGNORECASE)
@@ -133,13 +130,11 @@ def normalize_line_ends(text: str, path: str = "<string>") -> tuple[str, list[Di
     return text, [Diagnostic(path, 1, "; ".join(changes), "warning", "line-ends")]
 
 
-def fix_encoding_lines(lines: list[str], path: str = "<string>", *, index: LineIndex | None = None) -> list[Diagnostic]:
+def fix_encoding_lines(lines: list[str], path: str = "<string>") -> list[Diagnostic]:
     """Undo mojibake in ``lines`` in place (see the module docstring), one warning per
-    changed line. ``index`` is a :class:`LineIndex` of ``lines``, if the caller has one
-    (it is stale after a repair)."""
+    changed line."""
     diagnostics = []
-    for i in (index or LineIndex(lines)).holding(_MOJIBAKE_LEAD):
-        line = lines[i]
+    for i, line in enumerate(lines):
         if not _MOJIBAKE_HINT.search(line):
             continue
         fixed = ftfy.fix_text(line, _ENCODING_ONLY)
@@ -214,25 +209,17 @@ def fix_link_lines(
     *,
     start: int = 0,
     boundaries: Sequence[int] = (),
-    index: LineIndex | None = None,
 ) -> list[Diagnostic]:
     """Repair backwards links and bare URL lines in ``lines[start:]`` in place.
 
     Fenced code blocks are skipped. Their state is reset at each index in
     ``boundaries`` (entry headers: an unclosed fence must not swallow the next
-    entry). ``index`` is a :class:`LineIndex` of ``lines``, if the caller has one.
-    Returns one warning per repair.
+    entry). Returns one warning per repair.
     """
     diagnostics = []
     reset = set(boundaries)
     fence: tuple[str, int] | None = None  # (fence char, length) while inside a fenced block
-    # Only lines holding "](", "://", "```" or "~~~" can open or close a fence or need
-    # a repair; "]", "`" and "~" are found at once (LineIndex.holding), "://" alone.
-    index = index or LineIndex(lines)
-    candidates = set(index.holding("]`~")).union(index.containing(("://",)))
-    for i in sorted(candidates.union(reset)):
-        if i < start:
-            continue
+    for i in range(start, len(lines)):
         line = lines[i]
         if i in reset:
             fence = None

@@ -22,11 +22,9 @@ at its end (``Finish Einsum today; - Done`` gives ``Finish Einsum today``).
 
 from __future__ import annotations
 
-import bisect
 import re
 
 from worklog_gen.model import Task, TaskStatus
-from worklog_gen.line_index import LineIndex
 
 _MARKER_STATUS = {
     "done": TaskStatus.DONE,
@@ -34,9 +32,6 @@ _MARKER_STATUS = {
     "tmr": TaskStatus.CARRIED,
     "tomorrow": TaskStatus.CARRIED,
 }
-_MARKER_WORDS = tuple(word.encode() for word in _MARKER_STATUS)
-_AFTER_MARKER = frozenset(b";.,!)\n")
-"""What follows a marker word (after spaces and tabs) unless the text ends there."""
 _LIST_PREFIX = re.compile(r"^[ \t]*(?:>[ \t]?)*(?:(?:[-+*]|\d{1,9}[.)])[ \t]+)?")
 _CHECKBOX = re.compile(r"^\[(?P<mark>[ xX])\](?:[ \t]+|$)")
 
@@ -126,47 +121,18 @@ def _strip(text: str, markers: list[tuple[int, int, TaskStatus]]) -> str:
     return text.rstrip(" \t;,-\u2013\u2014")
 
 
-def entry_tasks(
-    lines: list[str], bodies: list[tuple[int, int]], skip: set[int], index: LineIndex, *, line_offset: int = 0
-) -> list[list[Task]]:
-    """The tasks of each entry body ``lines[first:stop]``, ``(first, stop)`` in ``bodies``
-    (0-based, sorted, not overlapping), in line order; lines in ``skip`` (code) are not
-    tasks. ``index`` is a :class:`worklog_gen.line_index.LineIndex` of ``lines``; when
-    ``lines`` is a slice of a file that starts ``line_offset`` lines into it,
-    :attr:`Task.line` still counts from the file's start."""
-    found: list[list[Task]] = [[] for _ in bodies]
-    starts = [first for first, _ in bodies]
-    for i in task_lines(index):
-        k = bisect.bisect_right(starts, i) - 1
-        if k < 0 or i >= bodies[k][1] or i in skip:
-            continue
-        task = parse_task(lines[i], i + 1 + line_offset)
-        if task is not None:
-            found[k].append(task)
+def entry_tasks(lines: list[str], first_line: int, code_lines: set[int]) -> list[Task]:
+    """The tasks of one entry body ``lines`` whose first line is line ``first_line``
+    (1-based) of its file, in line order; the lines in ``code_lines`` (0-based within
+    ``lines``: code and HTML blocks) are not tasks."""
+    found = []
+    for i, line in enumerate(lines):
+        if _HINT.search(line.lower()) and i not in code_lines and (task := parse_task(line, first_line + i)):
+            found.append(task)
     return found
 
 
-def task_lines(index: LineIndex) -> list[int]:
-    """Sorted indices of the lines that may hold a task: a checkbox (``[ ]``, ``[x]``),
-    or a marker word (any case) followed, after spaces and tabs, by the end of the
-    line or one of ``;.,!)`` (:func:`parse_task` decides). Every line for which
-    :func:`parse_task` gives a task is among them. ``index`` indexes the lines.
-    """
-    low = index.ascii_lower()
-    data, end = low.text, len(low.text)
-    found = set()
-    p = data.find(b"]")  # one byte: found at memchr speed, and rarer than a checkbox's "[" and " "
-    while p != -1:
-        if p >= 2 and data[p - 2] == 0x5B and data[p - 1] in b" x":  # "[ ]", "[x]"
-            found.add(low.line_of(p))
-        p = data.find(b"]", p + 1)
-    for word in _MARKER_WORDS:
-        p = data.find(word)
-        while p != -1:
-            q = p + len(word)
-            while q < end and data[q] in b" \t":
-                q += 1
-            if q == end or data[q] in _AFTER_MARKER:
-                found.add(low.line_of(p))
-            p = data.find(word, p + 1)
-    return sorted(found)
+_HINT = re.compile(r"(?:done|next|tmr|tomorrow)[ \t]*(?:[;.,!)]|$)|\[[ x]\]")
+"""What every line :func:`parse_task` reads as a task holds, lower-cased: a checkbox,
+or a marker word followed by the end of the line or one of ``;.,!)``. A cheap test
+that skips most lines (searched without ``re.IGNORECASE``, which is twice as slow)."""

@@ -9,8 +9,8 @@ The date is followed by the *countdown*: days left to the *target date*, so
 This module runs the parse; each rule lives in the module named after it:
 :mod:`~worklog_gen.headers` (header lines, dates, month/day order),
 :mod:`~worklog_gen.repair` (damaged exports), :mod:`~worklog_gen.markdown_scan`
-(links and prose, with markdown-it-py), :mod:`~worklog_gen.words` (word counts),
-:mod:`~worklog_gen.tasks` (status markers). The data model is in
+(links, prose and code: one markdown-it-py parse per entry), :mod:`~worklog_gen.words`
+(word counts), :mod:`~worklog_gen.tasks` (status markers). The data model is in
 :mod:`~worklog_gen.model` and re-exported here. Data flows one way: this module
 knows nothing of pages, MkDocs or notebooks.
 
@@ -62,7 +62,6 @@ from worklog_gen.front_matter import (
     read_front_matter,
 )
 from worklog_gen.headers import (
-    HEADER_HINT,
     HEADER_RE,
     SHAPES,
     HeaderStyle,
@@ -77,7 +76,6 @@ from worklog_gen.headers import (
     progress_title,
     shapes_help,
 )
-from worklog_gen.line_index import LineIndex
 from worklog_gen.model import DateOrder, Diagnostic, Entry, Link, SourceFile, Task, TaskStatus, Worklog
 from worklog_gen.markdown_scan import scan
 from worklog_gen.tasks import entry_tasks, parse_task
@@ -113,8 +111,6 @@ class _Prepared:
     fm: Span
     header_like: list[tuple[int, re.Match]]
     diagnostics: list[Diagnostic]
-    index: LineIndex
-    """Index of :attr:`lines` (its ``text`` is ``"\\n".join(lines)``)."""
     shape: str = "t-minus"
     """The file's header shape (:data:`worklog_gen.headers.SHAPES`): the first with a match."""
     other: list[tuple[int, re.Match]] | None = None
@@ -150,23 +146,16 @@ _FENCE = re.compile(r"^[ ]{0,3}(`{3,}|~{3,})")
 def _prepare(text: str, path: str) -> _Prepared:
     text, diagnostics = repair.normalize_line_ends(text, path)
     lines = text.split("\n")
-    index = LineIndex(lines, text=text)
-    mojibake = repair.fix_encoding_lines(lines, path, index=index)
-    if mojibake:
-        index = LineIndex(lines)
-    diagnostics += mojibake
+    diagnostics += repair.fix_encoding_lines(lines, path)
     fm = front_matter_span(lines)
     header_like = []
-    for i in index.matching(HEADER_HINT):
-        if i >= fm[0] and (m := HEADER_RE.match(lines[i])):
+    for i in range(fm[0], len(lines)):
+        if m := HEADER_RE.match(lines[i]):
             header_like.append((i, m))
     shape, other = ("t-minus", None) if header_like else _other_headers(lines, fm[0])
     boundaries = [i for i, _ in header_like or other or []]
-    repaired = repair.fix_link_lines(lines, path, start=fm[0], boundaries=boundaries, index=index)
-    if repaired:
-        index = LineIndex(lines)
-    diagnostics += repaired
-    return _Prepared(path, lines, fm, header_like, diagnostics, index, shape or "", other)
+    diagnostics += repair.fix_link_lines(lines, path, start=fm[0], boundaries=boundaries)
+    return _Prepared(path, lines, fm, header_like, diagnostics, shape or "", other)
 
 
 def _build(p: _Prepared, order: Literal["mdy", "dmy"], year: int | None = None,
@@ -203,9 +192,8 @@ def _build(p: _Prepared, order: Literal["mdy", "dmy"], year: int | None = None,
         first = headers[0][0]
         src.preamble, src.preamble_lines = "\n".join(lines[fm_end:first]), first - fm_end
         bounds = [h[0] for h in headers[1:]] + [len(lines)]
-        text, starts = p.index.text, p.index.starts  # a body is a slice of the text: no join per line
         for (i, date, countdown), end in zip(headers, bounds):
-            body = text[starts[i + 1] : starts[end] - 1]
+            body = "\n".join(lines[i + 1 : end])
             entries.append(Entry(date, countdown, lines[i], body, p.path, i + 1, end_line=end, shape="t-minus"))
     else:
         date, countdown, more = per_file_date(lines, p.fm, p.path, fm, order)
@@ -317,17 +305,14 @@ def _day_number_warnings(path: str, entries: list[Entry]) -> list[Diagnostic]:
     return out
 
 
-def _analyse(prepared: list[_Prepared], files: list[SourceFile], *, fast: bool) -> None:
-    """Set the links, words and tasks of every entry of ``files`` (built from ``prepared``):
-    one markdown-it-py scan per file (:func:`worklog_gen.markdown_scan.scan`)."""
-    for p, src in zip(prepared, files):
-        if not src.entries:
-            continue
-        bodies = [(e.line if e.header else e.line - 1, e.end_line) for e in src.entries]
-        found = scan(p.lines, bodies, fast=fast, index=p.index)
-        tasks = entry_tasks(p.lines, bodies, found.code_lines, p.index)
-        for e, links, words, e_tasks in zip(src.entries, found.links, found.words, tasks):
-            e.links, e.words, e.tasks = links, words, e_tasks
+def _analyse(src: SourceFile) -> None:
+    """Set the links, words and tasks of every entry of ``src``: one markdown-it-py
+    parse per entry (:func:`worklog_gen.markdown_scan.scan`)."""
+    for e in src.entries:
+        first_line = e.line + 1 if e.header else e.line
+        found = scan(e.body, first_line)
+        e.links, e.words = found.links, found.words
+        e.tasks = entry_tasks(e.body.split("\n"), first_line, found.code_lines)
 
 
 def _assemble(files: list[SourceFile], diagnostics: list[Diagnostic], order: Literal["mdy", "dmy"]) -> Worklog:
@@ -443,14 +428,13 @@ def _parse_texts(
     texts: list[tuple[str, str]],
     *,
     date_order: DateOrder,
-    fast: bool = True,
     extra: list[Diagnostic] | None = None,
     year: int | None = None,
     today: dt.date | None = None,
 ) -> Worklog:
     """Parse ``(path, text)`` pairs into one :class:`Worklog`; ``extra`` diagnostics
-    (from decoding) join the parser's. ``fast=False`` is the reference analysis; ``year``
-    and ``today`` date a progress log's headings (see :func:`load`)."""
+    (from decoding) join the parser's; ``year`` and ``today`` date a progress log's
+    headings (see :func:`load`)."""
     with _no_cycle_collection():
         prepared = [_prepare(text, path) for path, text in texts]
         order, diagnostics = infer_date_order(((p.path, i, m) for p in prepared for i, m in p.header_like), date_order)
@@ -458,9 +442,9 @@ def _parse_texts(
         files = []
         for p in prepared:
             src, more = _build(p, order, year, today)
+            _analyse(src)
             files.append(src)
             diagnostics += more
-        _analyse(prepared, files, fast=fast)
         return _assemble(files, diagnostics, order)
 
 
