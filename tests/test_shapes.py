@@ -182,6 +182,31 @@ def test_a_post_page_has_its_title_its_headings_below_it_tags_and_footnotes(shap
     assert "cuda" in tag_page and "Warp shuffles" in tag_page
 
 
+def test_hugo_shortcodes_become_markdown_on_the_page(shapes_site):
+    folder = shapes_site / "site" / "worklog" / "2025-01-05-warp-shuffles-or-how-to-reduce-without-shared"
+    article = _html(shapes_site, str((folder / "index.html").relative_to(shapes_site / "site"))).find("article")
+    image = article.find("img", alt="The five steps of a warp reduction")
+    assert image is not None and (folder / image["src"]).resolve().is_file()  # published beside the pages
+    assert "Each step halves the active lanes." in article.get_text()
+    assert "__shfl_down_sync(0xffffffff, v, offset)" in article.find("pre").get_text()  # a fenced block
+    hrefs = [a["href"] for a in article.find_all("a")]
+    assert "https://www.youtube.com/watch?v=example1234" in hrefs and "https://x.com/gpu_mode/status/1234567890" in hrefs
+    assert "{{<" not in article.get_text()
+
+
+def test_an_unknown_shortcode_stays_as_text_and_a_missing_image_keeps_its_caption(tmp_path):
+    from worklog_gen.pages import SiteContext, day_page
+
+    post = tmp_path / "post.md"
+    post.write_text('---\ntitle: T\ndate: 2025-01-05\n---\nintro\n{{< gist user 123 >}}\n'
+                    '{{< figure src="/img/gone.png" caption="The missing one." >}}\n', encoding="utf-8")
+    log = load(post)
+    found = [(d.line, d.severity, d.code) for d in log.diagnostics]
+    assert found == [(6, "warning", "shortcode"), (7, "warning", "missing-image")]
+    page = day_page(log, 0, SiteContext())
+    assert "{{< gist user 123 >}}" in page and "*The missing one.*" in page and "gone.png" not in page
+
+
 def test_a_draft_is_left_out_of_the_site(shapes_site):
     assert not list((shapes_site / "site" / "worklog").glob("2025-02-01*"))
     exported = json.loads(_cli(shapes_site, "export").stdout)["entries"]

@@ -162,9 +162,11 @@ def generate(cfg: WorklogConfig, root: Path, *, site_name: str, site_url: str | 
         build_date=build_date or dt.date.today(),
         feed=cfg.feed,
         title=cfg.nav_title,
+        root=root,
     )
     pages = worklog_pages(worklog, ctx)
     extra: dict[str, bytes] = home_files(worklog, ctx)
+    extra |= {dest: path.read_bytes() for dest, path in ctx.assets.items()}  # a post's images
     site.sections.append(Section(cfg.nav_title, nav_section(worklog, ctx), set(pages)))
     topic_items = _topic_pages(cfg, root, worklog, ctx, pages, extra, site.messages)
     if topic_items:

@@ -23,10 +23,12 @@ import datetime as dt
 import posixpath
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Sequence
 
 from worklog_gen.heatmap import heatmap_cells, heatmap_chart
 from worklog_gen.markup import commonmark_lists, md_escape, shift_headings
+from worklog_gen.shortcodes import find_image, is_url, to_markdown
 from worklog_gen.old_links import OldSiteLinks
 from worklog_gen.stats import month_title, reading_list, streaks, task_report, timeline, words_by_date
 from worklog_gen.topics import prose
@@ -125,6 +127,10 @@ class SiteContext:
     build_date: dt.date = field(default_factory=dt.date.today)
     feed: bool = False
     title: str = "Worklog"
+    root: Path | None = None
+    """The folder entry paths are relative to (``mkdocs.yml``'s), to find a post's images."""
+    assets: dict[str, Path] = field(default_factory=dict)
+    """Files the pages show, found while writing them: docs path -> file (a post's images)."""
 
     @property
     def prefix(self) -> str:
@@ -162,6 +168,8 @@ def day_page(log: Worklog, index: int, ctx: SiteContext, same_day: Sequence[int]
         written = (f"Written as “{md_escape(e.header.strip())}”" if e.header.strip()
                    else "A post" if e.kind == "post" else "One entry per file")
         body = ctx.old_links.rewrite(commonmark_lists(e.body), e.links, e.path).strip("\n")
+        if "{{" in body:  # Hugo shortcodes, as the markdown they stand for
+            body = to_markdown(body, lambda image, e=e: _image_url(image, e, src, ctx))
         if e.kind == "post" or len(group) > 1:  # its own headings sit under the page's (or its source's)
             body = shift_headings(body, 1)
         if len(group) == 1:
@@ -201,6 +209,20 @@ def day_page(log: Worklog, index: int, ctx: SiteContext, same_day: Sequence[int]
         around.append(_day_link(after[0], src, ctx) + " →")
     parts.append("---\n\n" + " · ".join(around))
     return "\n\n".join(parts) + "\n"
+
+
+def _image_url(image: str, entry: Entry, page_src: str, ctx: SiteContext) -> str | None:
+    """A figure's URL relative to its page: a URL as it is; a file found beside the entry's
+    file (:func:`worklog_gen.shortcodes.find_image`) is published under ``<prefix>/images/``
+    (recorded in ``ctx.assets``); ``None`` when it is not found."""
+    if is_url(image):
+        return image
+    found = find_image(image, ctx.root / entry.path if ctx.root else Path(entry.path))
+    if found is None:
+        return None
+    dest = ctx.src(f"images/{found.name}")
+    ctx.assets[dest] = found
+    return relative(dest, page_src)
 
 
 def _countdown(log: Worklog, ctx: SiteContext) -> str:

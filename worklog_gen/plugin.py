@@ -39,8 +39,12 @@ class WorklogPlugin(BasePlugin[WorklogConfig]):
         path = config.config_file_path
         self.root = Path(path).resolve().parent if path else Path.cwd()  # paths are relative to mkdocs.yml
         self.nav_configured = config.nav is not None
-        if "footnotes" not in config.markdown_extensions:  # posts write [^1]; Python-Markdown's own extension
+        # what posts are written with: footnotes ([^1]) and fenced code (a Hugo highlight block
+        # becomes one), with Python-Markdown's own extensions unless the site has them already
+        if "footnotes" not in config.markdown_extensions:
             config.markdown_extensions.append("footnotes")
+        if not {"fenced_code", "pymdownx.superfences"} & set(config.markdown_extensions):
+            config.markdown_extensions.append("fenced_code")
         check_topic_ids(self.config, config.config_file_path)
         return config
 

@@ -78,6 +78,7 @@ from worklog_gen.headers import (
 )
 from worklog_gen.model import DateOrder, Diagnostic, Entry, Link, SourceFile, Task, TaskStatus, Worklog
 from worklog_gen.markdown_scan import scan
+from worklog_gen.shortcodes import find_image, find_problems, is_url
 from worklog_gen.tasks import entry_tasks, parse_task
 from worklog_gen.words import count_words
 
@@ -286,6 +287,16 @@ def _other_entries(p: _Prepared, src: SourceFile, fm: dict, year: int | None, to
     return entries
 
 
+def _shortcode_problems(src: SourceFile) -> list[Diagnostic]:
+    """Unknown Hugo shortcodes and figures whose image is missing, in a file's entries."""
+    out = []
+    for e in src.entries:
+        if "{{" in e.body:
+            out += find_problems(e.body, e.path, e.line + 1 if e.header else e.line,
+                                 lambda image: is_url(image) or find_image(image, Path(e.path)) is not None)
+    return out
+
+
 def _day_number_warnings(path: str, entries: list[Entry]) -> list[Diagnostic]:
     """Warnings for a count-up log's mistakes: the same ``Day N`` twice, and entries without
     a counter among entries that have one."""
@@ -443,6 +454,7 @@ def _parse_texts(
         for p in prepared:
             src, more = _build(p, order, year, today)
             _analyse(src)
+            more += _shortcode_problems(src)
             files.append(src)
             diagnostics += more
         return _assemble(files, diagnostics, order)
