@@ -16,7 +16,7 @@ import re
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from worklog_gen.repair import repair_text
+from worklog_gen.repair import normalize_line_ends, repair_text
 from worklog_gen.tasks import entry_tasks, parse_task
 from worklog_gen.words import count_words
 from worklog_gen.worklog import HEADER_RE, parse
@@ -89,7 +89,8 @@ def commonmark_lines(text: str) -> int:
 @given(any_text(), st.sampled_from(["auto", "mdy", "dmy"]))
 def test_parse_never_raises_and_keeps_every_line(text, order):
     log = parse(text, "p.md", date_order=order)
-    fixed, _ = repair_text(text, "p.md", is_boundary=lambda line: HEADER_RE.match(line) is not None)
+    lines = normalize_line_ends(text)[0].split("\n")
+    fixed, _ = repair_text(text, "p.md", boundaries=[i for i, line in enumerate(lines) if HEADER_RE.match(line)])
     assert len(fixed.split("\n")) == commonmark_lines(text)
     assert log.reassemble() == fixed
     # Entries tile the file after the preamble: each line belongs to one part.

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import codecs
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 import ftfy
 
@@ -249,22 +249,21 @@ def repair_text(
     text: str,
     path: str = "<string>",
     *,
-    is_boundary: Callable[[str], bool] | None = None,
+    boundaries: Collection[int] = (),
     prose_start: Callable[[list[str]], int] | None = None,
 ) -> tuple[str, list[Diagnostic]]:
     """Run every repair on ``text``; return the repaired text and the warnings.
 
     The result has as many lines as ``text`` (counting CRLF and lone CR as line
-    ends), so line numbers stay right. ``is_boundary(line)`` marks lines at which
-    fenced-code tracking restarts (entry headers); ``prose_start(lines)`` gives the
+    ends), so line numbers stay right. ``boundaries`` are the 0-based indices of
+    the lines at which fenced-code tracking restarts (entry headers); ``prose_start(lines)`` gives the
     index of the first line after the front matter, where link repairs begin.
     """
     text, diagnostics = normalize_line_ends(text, path)
     lines = text.split("\n")
     diagnostics += fix_encoding_lines(lines, path)
     start = prose_start(lines) if prose_start else 0
-    boundaries = [i for i, line in enumerate(lines) if is_boundary(line)] if is_boundary else []
-    diagnostics += fix_link_lines(lines, path, start=start, boundaries=boundaries)
+    diagnostics += fix_link_lines(lines, path, start=start, boundaries=sorted(boundaries))
     return "\n".join(lines), diagnostics
 
 
