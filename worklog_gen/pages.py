@@ -159,7 +159,7 @@ def day_page(log: Worklog, index: int, ctx: SiteContext, same_day: Sequence[int]
     if timed is not None:
         facts.append(f"{_days(timed.countdown)} to the target date {timed.target_date.isoformat()}")
     facts.append(f"{sum(e.words for e in group)} words")
-    parts = [f"# {md_escape(entry.title) if entry.kind == 'post' else entry_title(timed or entry)}",
+    parts = [f"# {md_escape(entry_title(entry)) if entry.kind == 'post' else entry_title(timed or entry)}",
              f"*{' · '.join(facts)}*"]
     if entry.tags:
         tags = relative(ctx.src("tags.md"), src)
