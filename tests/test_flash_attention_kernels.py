@@ -2,9 +2,9 @@
 
 Under ``TRITON_INTERPRET=1`` (fp32: the interpreter has no bf16): one query attends to one
 key (the output is that value), a causal first row attends only to itself, the result does
-not depend on the block sizes, the TMA version
-agrees with the pointer version at a length no block divides, and bad shapes or block sizes are a clear error. On the host:
-the FLOP and byte model.
+not depend on the block sizes, the TMA version and the versions with exponentials as a
+polynomial agree with the pointer version at a length no block divides, and bad shapes,
+block sizes or options are a clear error. On the host: the FLOP and byte model.
 """
 
 from __future__ import annotations
@@ -54,6 +54,12 @@ results["blocks"] = [attention(q, k, v, False, BLOCK_M=bm, BLOCK_N=bn, num_stage
 results["tma"] = [(attention(q, k, v, causal, BLOCK_M=32, BLOCK_N=16, num_stages=1),
                    attention(q, k, v, causal, BLOCK_M=32, BLOCK_N=16, num_stages=1, tma=True))
                   for causal in (False, True)]
+# half and all of the exponentials as a polynomial on the FMA pipe
+results["poly"] = [(attention(q, k, v, causal, BLOCK_M=32, BLOCK_N=16, num_stages=1),
+                    attention(q, k, v, causal, BLOCK_M=32, BLOCK_N=16, num_stages=1, exp2_poly=poly))
+                   for causal in (False, True) for poly in (1, 2)]
+results["poly option"] = attempt(attention, q, k, v, exp2_poly=3)
+results["poly tma"] = attempt(attention, q, k, v, exp2_poly=1, tma=True)
 results["shape"] = attempt(attention, q, k[:, :, :5], v)
 results["dims"] = attempt(attention, torch.randn(1, 1, 8, 24), torch.randn(1, 1, 8, 24), torch.randn(1, 1, 8, 24))
 results["split"] = attempt(attention, q, k, v, BLOCK_M=16, BLOCK_N=32)
@@ -85,13 +91,21 @@ def test_the_tma_version_matches_the_pointer_version_at_a_ragged_length(interpre
 
 
 @pytest.mark.notebook
+def test_exponentials_as_a_polynomial_agree_with_the_hardware_ones(interpreted):
+    for hardware, polynomial in interpreted["poly"]:
+        differs = ((polynomial - hardware).norm() / hardware.norm()).item()
+        assert 0 < differs < 1e-3  # the polynomial's relative error is 1.0e-4; 0 would mean it never ran
+
+
+@pytest.mark.notebook
 def test_the_result_does_not_depend_on_the_blocks(interpreted):
     first, *rest = interpreted["blocks"]
     assert all((first - r).abs().max().item() < 1e-5 for r in rest)
 
 
 @pytest.mark.notebook
-@pytest.mark.parametrize("case, words", [("shape", "must be"), ("dims", "power of two"), ("split", "divide")])
+@pytest.mark.parametrize("case, words", [("shape", "must be"), ("dims", "power of two"), ("split", "divide"),
+                                         ("poly option", "0, 1 or 2"), ("poly tma", "0 with tma")])
 def test_bad_input_is_a_clear_error(interpreted, case, words):
     kind, message = interpreted[case]
     assert kind == "ValueError" and words in message
