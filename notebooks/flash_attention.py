@@ -762,7 +762,8 @@ if GPU:
               f"{ref['flop_per_clk_sm'] / TENSOR_FLOP_PER_CLK_SM['bf16']:.0%} of the dense tensor-core peak.")
     for name, p in poly_pairs.items():
         print(f"- {name} of the exponentials as a polynomial on the FMA pipe: {1 / p.ratio:.3f}x the hardware "
-              f"ex2's throughput, so the SFU is {'not ' if p.ratio > 1 else ''}what holds the kernel back.")
+              f"ex2's throughput: moving exponentials off the SFU "
+              f"{'costs the FMA pipe more than it frees' if p.ratio > 1 else 'pays'}.")
     for causal in (False, True):
         rows = {r["provider"]: r["tflops"] for r in bench_rows if r["n"] == 8192 and r["d"] == 128 and r["causal"] == causal}
         print(f"- {'causal' if causal else 'not causal'} at N=8192 d=128: "
