@@ -52,8 +52,9 @@ def _worklog_paths(paths: tuple[Path, ...], cfg, root: Path) -> list[Path]:
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="worklog-gen")
 def main() -> None:
-    """Turn a T-minus learning worklog into a MkDocs-Material site, and run,
-    freeze and render its GPU-kernel notebooks."""
+    """Turn a learning log (T-minus entries, progress-log headings, dated notes,
+    posts) into a MkDocs-Material site, and run, freeze and render its GPU-kernel
+    notebooks."""
 
 
 @main.command()
