@@ -15,6 +15,14 @@ from worklog_gen.worklog import Entry, Link, Task, TaskStatus, Worklog
 
 REPO = Path(__file__).resolve().parent.parent
 REAL_LOG = REPO.parent / "shared" / "worklogs" / "tminus-worklog.md"
+OWN_LOG = REPO / "worklog" / "tminus.md"
+T_MINUS_LOGS = [
+    pytest.param(OWN_LOG, id="own-log"),
+    pytest.param(REAL_LOG, id="real-log",
+                 marks=pytest.mark.skipif(not REAL_LOG.exists(), reason="the shared real log is not beside the repo")),
+]
+"""The T-minus logs every clone can test against (the project's own) and the author's real one,
+which only a checkout with ``../shared/`` beside it has."""
 
 
 @pytest.fixture

@@ -33,8 +33,9 @@ from worklog_gen.worklog import (
     parse_task,
 )
 
+from conftest import REAL_LOG, T_MINUS_LOGS
+
 GOLDEN = Path(__file__).parent / "golden"
-REAL_LOG = Path(__file__).resolve().parents[2] / "shared" / "worklogs" / "tminus-worklog.md"
 CASES = sorted(p.stem for p in GOLDEN.glob("*.json"))
 
 
@@ -162,8 +163,13 @@ def test_real_log_links(real_log):
 def test_real_log_keeps_the_authors_characters(real_log):
     mega = next(link for e in real_log.entries for link in e.links if "MegaBlocks" in link.title)
     assert mega.title == "MegaBlocks: E\ufb03cient SparseTraining with Mixture-of-Experts"  # the ligature stays
-    assert real_log.diagnostics == []
-    assert real_log.reassemble() == REAL_LOG.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("path", T_MINUS_LOGS)
+def test_a_t_minus_log_reassembles_to_its_text(path):
+    log = load(path)
+    assert log.entries and log.diagnostics == []
+    assert log.reassemble() == path.read_text(encoding="utf-8")
 
 
 def test_real_log_front_matter_and_preamble(real_log):
