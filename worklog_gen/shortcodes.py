@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from worklog_gen.model import Diagnostic
+from worklog_gen.repair import track_fence
 
 SHORTCODE_RE = re.compile(r"\{\{([<%])\s*(?P<close>/)?\s*(?P<name>[A-Za-z][\w/-]*)(?P<args>[^}]*?)\s*[>%]\}\}")
 """``{{< name args >}}``, ``{{% name args %}}`` and closing ``{{< /name >}}``."""
 KNOWN = ("figure", "x", "tweet", "youtube", "highlight")
-_FENCE = re.compile(r"^[ ]{0,3}(`{3,}|~{3,})")
 
 
 @dataclass(frozen=True)
@@ -49,11 +49,8 @@ def shortcodes(text: str) -> Iterator[Shortcode]:
     """The shortcodes of ``text``, outside fenced code blocks, in order."""
     fence = None
     for i, line in enumerate(text.split("\n")):
-        marker = _FENCE.match(line)
-        if marker and (fence is None or marker[1].startswith(fence)):
-            fence = marker[1][0] * 3 if fence is None else None
-            continue
-        if fence is not None:
+        fence, marker = track_fence(line, fence)
+        if marker or fence is not None:
             continue
         for m in SHORTCODE_RE.finditer(line):
             positional, named = _arguments(m["args"])

@@ -126,22 +126,12 @@ def _other_headers(lines: list[str], start: int) -> tuple[str, list[tuple[int, r
             continue
         found, fence = [], None
         for i in range(start, len(lines)):
-            line = lines[i]
-            marker = _FENCE.match(line)
-            if marker:
-                if fence is None:
-                    fence = marker[1][0] * 3
-                elif marker[1].startswith(fence):
-                    fence = None
-                continue
-            if fence is None and (m := shape.pattern.match(line)):
+            fence, marker = repair.track_fence(lines[i], fence)
+            if not marker and fence is None and (m := shape.pattern.match(lines[i])):
                 found.append((i, m))
         if found:
             return shape.name, found
     return "", []
-
-
-_FENCE = re.compile(r"^[ ]{0,3}(`{3,}|~{3,})")
 
 
 def _prepare(text: str, path: str) -> _Prepared:
