@@ -220,6 +220,11 @@ def test_progress_days_show_their_counter(shapes_site):
     exported = {e["date"]: e for e in json.loads(_cli(shapes_site, "export").stdout)["entries"]}
     assert [exported[f"2024-12-{d}"]["day_number"] for d in (29, 30, 31)] == [1, 2, 3]
     assert exported["2025-01-02"]["title"] == "Day 5 of Triton" and exported["2025-01-13"]["day_number"] is None
+    # the heatmap's tooltips give the day number as they give a T-minus day's countdown
+    spec = json.loads((shapes_site / "site" / "worklog" / "words-per-day.vega.json").read_text(encoding="utf-8"))
+    (days,) = [layer for layer in spec["layer"] if layer.get("name") == "days"]
+    cells = {row["date"]: row["counter"] for row in days["data"]["values"]}
+    assert (cells["2025-01-02"], cells["2025-01-07"]) == ("Day 5", "T-125")
 
 
 def test_a_file_with_no_entries_fails_check_and_the_build(tmp_path):

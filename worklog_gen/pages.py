@@ -295,7 +295,8 @@ HEATMAP = "words-per-day"
 def home_files(log: Worklog, ctx: SiteContext) -> dict[str, bytes]:
     """The files the worklog home shows besides its markdown: the words-per-day heatmap's
     Vega-Lite spec and SVG fallback (:func:`worklog_gen.charts.chart_files`), whose cells
-    link to the day pages by their final URLs and give the countdown in their tooltips."""
+    link to the day pages by their final URLs and give the countdown or day number in their
+    tooltips."""
     if not log.entries:
         return {}
     from worklog_gen.charts import chart_files
@@ -304,9 +305,9 @@ def home_files(log: Worklog, ctx: SiteContext) -> dict[str, bytes]:
         return f"{day.isoformat()}/" if ctx.use_directory_urls else f"{day.isoformat()}.html"
 
     counters = {}
-    for entry in log.entries:
-        if entry.countdown is not None:
-            counters.setdefault(entry.date, f"T-{entry.countdown}")
+    for entry in log.entries:  # the day's first counter: T-N, or Day N in a count-up log
+        if counter := _counter(entry).removeprefix(" · "):
+            counters.setdefault(entry.date, counter)
 
     chart = heatmap_chart(heatmap_cells(words_by_date(log.entries), until=log.target_date), href, counters.get)
     return {ctx.src(name): data for name, data in chart_files(chart, HEATMAP).items()}
