@@ -11,7 +11,6 @@ from worklog_gen.topics import match_topics
 from worklog_gen.worklog import Entry, TaskStatus, Worklog
 
 
-
 def to_json(log: Worklog, cfg) -> dict:
     """The log as a JSON-ready dict::
 

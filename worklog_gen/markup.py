@@ -69,7 +69,6 @@ def commonmark_lists(markdown: str) -> str:
     return "\n".join(lines)
 
 
-
 def shift_headings(body: str, levels: int) -> str:
     """``body`` with every heading ``levels`` deeper (at most ``######``), so that it
     nests under its entry's heading; setext headings become ATX. Headings are found
