@@ -23,6 +23,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from dateutil.parser import parserinfo
+
 from worklog_gen.model import DateOrder, Diagnostic
 
 HEADER_RE = re.compile(
@@ -149,10 +151,8 @@ def infer_date_order(
 
 # --- the other shapes of an entry header: progress logs and dated notes -------------------------
 
-_MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
-                "october", "november", "december")
-MONTHS = {name[:3]: i for i, name in enumerate(_MONTH_NAMES, start=1)}
-"""Month number by the first three letters of its English name."""
+_MONTH_NAME = parserinfo()
+"""dateutil's English month names and abbreviations: ``_MONTH_NAME.month("Sept")`` is 9."""
 
 PROGRESS_RE = re.compile(
     r"^[ ]{0,3}\#{1,6}[ \t]+"
@@ -208,7 +208,7 @@ def shapes_help() -> str:
 
 def progress_month_day(m: re.Match) -> tuple[int, int, int | None]:
     """``(month, day, year or None)`` of a :data:`PROGRESS_RE` match (the date may not exist)."""
-    return MONTHS[m["month"][:3].lower()], int(m["day"]), int(m["year"]) if m["year"] else None
+    return _MONTH_NAME.month(m["month"]), int(m["day"]), int(m["year"]) if m["year"] else None
 
 
 def progress_title(m: re.Match) -> str:
@@ -264,7 +264,7 @@ def assign_years(month_days: list[tuple[int, int, int | None]], *, year: int | N
 
 
 def _safe_date(year: int, month: int, day: int) -> dt.date:
-    """The date, or the last day of the month for a day past its end (29 Feb in a common year)."""
+    """The date, or the 28th of its month for a day past the month's end (29 Feb in a common year)."""
     try:
         return dt.date(year, month, day)
     except ValueError:
