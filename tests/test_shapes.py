@@ -208,6 +208,30 @@ def test_an_unknown_shortcode_stays_as_text_and_a_missing_image_keeps_its_captio
     assert "{{< gist user 123 >}}" in page and "*The missing one.*" in page and "gone.png" not in page
 
 
+def test_two_posts_images_of_one_name_are_two_files(tmp_path):
+    from worklog_gen.pages import SiteContext, worklog_pages
+
+    for name, day in (("first", 5), ("second", 6)):  # Hugo page bundles: each post's folder holds its cover
+        (tmp_path / "log" / name).mkdir(parents=True)
+        (tmp_path / "log" / name / "index.md").write_text(
+            f'---\ntitle: {name}\ndate: 2025-01-0{day}\n---\n{{{{< figure src="cover.svg" alt="{name} cover" >}}}}\n',
+            encoding="utf-8")
+        (tmp_path / "log" / name / "cover.svg").write_text(f"<svg>{name}</svg>", encoding="utf-8")
+    log = load(tmp_path / "log")
+    for e in log.entries:
+        e.path = str(Path(e.path).relative_to(tmp_path))  # relative to the site's root, as the plugin gives them
+    ctx = SiteContext(root=tmp_path)
+    pages = worklog_pages(log, ctx)
+    published = {dest: path.read_text(encoding="utf-8") for dest, path in ctx.assets.items()}
+    assert sorted(published.values()) == ["<svg>first</svg>", "<svg>second</svg>"]
+    for name in ("first", "second"):  # each page links its own cover, in its own folder
+        dest = next(d for d, svg in published.items() if svg == f"<svg>{name}</svg>")
+        page = next(text for src, text in pages.items() if src.startswith(f"worklog/2025-01-0") and name in src)
+        assert f"]({dest.split('/')[-2]}/cover.svg)" in page
+    home = pages["worklog/index.md"]  # the timeline's summary reads the figure as the page shows it
+    assert "figure src" not in home and "— first cover" in home
+
+
 def test_a_draft_is_left_out_of_the_site(shapes_site):
     assert not list((shapes_site / "site" / "worklog").glob("2025-02-01*"))
     exported = json.loads(_cli(shapes_site, "export").stdout)["entries"]

@@ -95,8 +95,10 @@ _SENTENCE_END = re.compile(r"(?<=[.!?;])\s")
 def summary(entry: Entry, limit: int = SUMMARY_CHARS) -> str:
     """One honest line about the entry: the first sentence of its first block of
     prose (a first link is its title), cut at a word boundary to at most ``limit``
-    characters with ``…``. ``"(no text)"`` for an empty entry. Plain text."""
-    text = prose(entry.body).split("\n", 1)[0]
+    characters with ``…``. ``"(no text)"`` for an empty entry. Plain text; a post's Hugo
+    shortcodes read as the page shows them (a figure as its caption or alt text)."""
+    body = to_markdown(entry.body, lambda image: None) if "{{" in entry.body else entry.body
+    text = prose(body).split("\n", 1)[0]
     if not text:
         return "(no text)"
     sentence = _SENTENCE_END.split(text, 1)[0].rstrip(" ;")
@@ -213,14 +215,17 @@ def day_page(log: Worklog, index: int, ctx: SiteContext, same_day: Sequence[int]
 
 def _image_url(image: str, entry: Entry, page_src: str, ctx: SiteContext) -> str | None:
     """A figure's URL relative to its page: a URL as it is; a file found beside the entry's
-    file (:func:`worklog_gen.shortcodes.find_image`) is published under ``<prefix>/images/``
-    (recorded in ``ctx.assets``); ``None`` when it is not found."""
+    file (:func:`worklog_gen.shortcodes.find_image`) is published in the page's own folder at
+    the path the post names (``/images/x.png`` of page ``<prefix>/<slug>.md`` goes to
+    ``<prefix>/<slug>/images/x.png``, as in a Hugo page bundle), so two posts' images of one
+    name never collide; recorded in ``ctx.assets``. ``None`` when it is not found."""
     if is_url(image):
         return image
     found = find_image(image, ctx.root / entry.path if ctx.root else Path(entry.path))
     if found is None:
         return None
-    dest = ctx.src(f"images/{found.name}")
+    parts = [p for p in posixpath.normpath(image.split("#")[0].split("?")[0].lstrip("/")).split("/") if p != ".."]
+    dest = posixpath.join(posixpath.splitext(page_src)[0], *parts)
     ctx.assets[dest] = found
     return relative(dest, page_src)
 
