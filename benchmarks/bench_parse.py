@@ -1,4 +1,4 @@
-"""Time :func:`worklog_gen.worklog.parse` on a 2,000-entry log (about five years of days).
+"""Time :func:`worklog_gen.log.parse.parse` on a 2,000-entry log (about five years of days).
 
 The log is built from the entries of the real T-minus log (or, without it, from a
 built-in entry in the same style), repeated with dates shifted one day per entry
@@ -28,7 +28,7 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
-from worklog_gen.worklog import HEADER_RE, format_header, parse
+from worklog_gen.log.parse import HEADER_RE, format_header, parse
 
 REAL_LOG = Path(__file__).resolve().parents[2] / "shared" / "worklogs" / "tminus-worklog.md"
 

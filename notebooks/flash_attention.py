@@ -39,12 +39,12 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 from IPython.display import display
 
-from worklog_gen.measure import bench, gpu_info, measure_ceilings, tflops
-from worklog_gen.notebook import headline, interpret_mode, save_data
-from worklog_gen.paired import paired_ratio
-from worklog_gen.charts import benchmark_chart, roofline_chart
-from worklog_gen.power import TENSOR_FLOP_PER_CLK_SM, flop_per_clock, reason_names, sustained
-from worklog_gen.roofline import RooflinePoint, save_roofline
+from worklog_gen.kit.measure import bench, gpu_info, measure_ceilings, tflops
+from worklog_gen.kit.notebook import headline, interpret_mode, save_data
+from worklog_gen.kit.paired import paired_ratio
+from worklog_gen.kit.charts import benchmark_chart, roofline_chart
+from worklog_gen.kit.power import TENSOR_FLOP_PER_CLK_SM, flop_per_clock, reason_names, sustained
+from worklog_gen.kit.roofline import RooflinePoint, save_roofline
 
 TOPIC = "flash-attention"
 GPU = not interpret_mode()
@@ -657,7 +657,7 @@ if GPU:
 # into a ratio of clocks and one of work per clock. Each of the kernel and the fastest
 # backend runs back to back for a few seconds, in the order backend, kernel, kernel,
 # backend, while `nvidia-smi` samples the SM clock, the board power and the clock-event
-# reasons every 50 ms (`worklog_gen.power.sustained`, as in the tiled-matmul topic). The
+# reasons every 50 ms (`worklog_gen.kit.power.sustained`, as in the tiled-matmul topic). The
 # clock moves in 15 MHz steps, so the split is good to a percent or two.
 
 # %%

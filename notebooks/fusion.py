@@ -44,11 +44,11 @@ import triton
 import triton.language as tl
 from IPython.display import display
 
-from worklog_gen.measure import bench, gbps, gpu_info, measure_ceilings
-from worklog_gen.notebook import headline, interpret_mode, save_data
-from worklog_gen.paired import paired_ratio
-from worklog_gen.charts import roofline_chart
-from worklog_gen.roofline import RooflinePoint, save_roofline
+from worklog_gen.kit.measure import bench, gbps, gpu_info, measure_ceilings
+from worklog_gen.kit.notebook import headline, interpret_mode, save_data
+from worklog_gen.kit.paired import paired_ratio
+from worklog_gen.kit.charts import roofline_chart
+from worklog_gen.kit.roofline import RooflinePoint, save_roofline
 
 TOPIC = "fusion"
 GPU = not interpret_mode()

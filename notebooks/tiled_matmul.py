@@ -50,11 +50,11 @@ try:  # host-built TMA descriptors (Triton 3.4+)
 except ImportError:
     TensorDescriptor = None
 
-from worklog_gen.measure import bench, gpu_info, measure_ceilings, tflops
-from worklog_gen.charts import benchmark_chart, legend_toggle, roofline_chart
-from worklog_gen.notebook import headline, interpret_mode, save_data
-from worklog_gen.power import SUSTAIN_S, TENSOR_FLOP_PER_CLK_SM, flop_per_clock, reason_names, sustained
-from worklog_gen.roofline import RooflinePoint, save_roofline
+from worklog_gen.kit.measure import bench, gpu_info, measure_ceilings, tflops
+from worklog_gen.kit.charts import benchmark_chart, legend_toggle, roofline_chart
+from worklog_gen.kit.notebook import headline, interpret_mode, save_data
+from worklog_gen.kit.power import SUSTAIN_S, TENSOR_FLOP_PER_CLK_SM, flop_per_clock, reason_names, sustained
+from worklog_gen.kit.roofline import RooflinePoint, save_roofline
 
 TOPIC = "tiled-matmul"
 CPU = interpret_mode()  # TRITON_INTERPRET=1: small irregular sizes on the CPU, no timing
@@ -1569,7 +1569,7 @@ else:
 # (fewer bytes moved from L2, fewer shared-memory reads), which lets the clock rise.
 #
 # To see which factor separates version 5 from cuBLAS, each headline's winner and
-# `torch.matmul` run back to back for `SUSTAIN_S` seconds each (`worklog_gen.power.sustained`) (no L2 flush: this is
+# `torch.matmul` run back to back for `SUSTAIN_S` seconds each (`worklog_gen.kit.power.sustained`) (no L2 flush: this is
 # the steady state), in the order torch, Triton, Triton, torch so that slow drift
 # cancels, while `nvidia-smi` samples the SM clock, the instantaneous board power and the
 # active clock-event reasons every 50 ms. Those are sampled readings: the clock moves in

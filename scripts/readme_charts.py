@@ -1,6 +1,6 @@
 """Write the README's chart: the Kernels page's roofline SVG, from the committed freeze store.
 
-The same SVG the site build makes (worklog_gen.render.render_kernels_page, rendered by
+The same SVG the site build makes (worklog_gen.freeze.render.render_kernels_page, rendered by
 vl-convert without a browser), copied to docs/assets/screenshots/roofline.svg so that the
 README on GitHub shows every kernel variant. Run it after re-freezing a notebook:
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from worklog_gen.render import render_kernels_page
+from worklog_gen.freeze.render import render_kernels_page
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "docs" / "assets" / "screenshots" / "roofline.svg"

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from worklog_gen.measure import H200_SXM, Ceilings
-from worklog_gen.roofline import RooflinePoint
-from worklog_gen.worklog import Entry, Link, Task, TaskStatus, Worklog
+from worklog_gen.kit.measure import H200_SXM, Ceilings
+from worklog_gen.kit.roofline import RooflinePoint
+from worklog_gen.log import Entry, Link, Task, TaskStatus, Worklog
 
 REPO = Path(__file__).resolve().parent.parent
 REAL_LOG = REPO.parent / "shared" / "worklogs" / "tminus-worklog.md"
@@ -69,14 +69,16 @@ def fake_render(monkeypatch):
 
     Each topic page gets ``Rendered <id>.`` with one figure ``<id>/fig.png`` and no
     warnings; set ``fake_render.warnings`` to make every topic render warn."""
-    from worklog_gen import render
+    from worklog_gen.freeze import render
+    from worklog_gen.site import generate
 
     class FakeRender:
         def __init__(self):
             self.calls: list[tuple] = []
             self.warnings: list[str] = []
 
-        def render_topic(self, topic_id, title, notebook, store_dir, root):
+        def render_topic(self, notebook, store_dir, root, *, files_dir):
+            topic_id = files_dir
             self.calls.append(("topic", topic_id, Path(notebook)))
             return render.RenderedPage(
                 markdown=f"Rendered {topic_id}.\n\n![figure]({topic_id}/fig.png)\n",
@@ -84,13 +86,13 @@ def fake_render(monkeypatch):
                 warnings=list(self.warnings),
             )
 
-        def render_kernels_page(self, topics, store_dir, root):
+        def kernels_page(self, topics, store_dir, root):
             self.calls.append(("kernels", [t[0] for t in topics]))
             return render.RenderedPage(markdown="# Kernels\n\nEvery kernel.\n")
 
     fake = FakeRender()
     monkeypatch.setattr(render, "render_topic", fake.render_topic)
-    monkeypatch.setattr(render, "render_kernels_page", fake.render_kernels_page)
+    monkeypatch.setattr(generate, "kernels_page", fake.kernels_page)
     return fake
 
 

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from worklog_gen.charts import (
+from worklog_gen.kit.charts import (
     VEGALITE_MIME,
     benchmark_chart,
     chart_files,
@@ -20,8 +20,8 @@ from worklog_gen.charts import (
     chart_svg,
     roofline_chart,
 )
-from worklog_gen.heatmap import heatmap_cells, heatmap_chart
-from worklog_gen.measure import Ceilings
+from worklog_gen.site.heatmap import heatmap_cells, heatmap_chart
+from worklog_gen.kit.measure import Ceilings
 
 def _layers(spec: dict) -> list[dict]:
     return spec["layer"]

@@ -111,7 +111,7 @@ def test_status_json_names_every_configured_topic(monkeypatch):
     assert [r["topic"] for r in rows] == configured
     assert configured[:3] == ["vector-add", "tiled-matmul", "online-softmax"]
     for row in rows:
-        assert set(row) == {"topic", "path", "state", "gpu", "executed_at", "headline"}
+        assert set(row) == {"topic", "path", "state", "gpu", "executed_at", "headline", "reasons", "failure"}
         assert row["state"] in {"fresh", "stale", "missing", "failed"}
         if row["state"] != "missing":
             dt.datetime.fromisoformat(row["executed_at"].replace("Z", "+00:00"))

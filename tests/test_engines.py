@@ -22,7 +22,7 @@ from mkdocs.commands.build import build
 from mkdocs.config import load_config
 
 from worklog_gen.config import load_plugin_config
-from worklog_gen.worklog import load
+from worklog_gen.log import load
 
 REPO = Path(__file__).resolve().parents[1]
 QUIET = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 from markdown_it import MarkdownIt
 
-from worklog_gen.export import to_json, to_markdown
+from worklog_gen.site.export import to_json, to_markdown
 
 CFG = SimpleNamespace(
     url_prefix="worklog",

@@ -1,13 +1,12 @@
 """The Atom feed parses back as RFC 4287 requires, with absolute links given a site_url."""
 
 import xml.etree.ElementTree as ET
-from types import SimpleNamespace
-
 import pytest
 
-from worklog_gen.feed import ATOM_NS, atom_feed, feed_src
+from worklog_gen.site.feed import ATOM_NS, atom_feed
+from worklog_gen.site.layout import FEED, Layout
 
-CFG = SimpleNamespace(url_prefix="worklog")
+CFG = Layout("worklog")
 A = f"{{{ATOM_NS}}}"
 
 
@@ -37,7 +36,7 @@ def test_feed_parses_back_with_required_elements(log):
 
 def test_links_are_relative_to_the_feed_without_site_url(log):
     root = ET.fromstring(atom_feed(log, CFG, title="t"))
-    assert feed_src(CFG) == "feed.xml"
+    assert FEED == "feed.xml"
     links = [e.find(f"{A}link").get("href") for e in root.findall(f"{A}entry")]
     assert links == ["worklog/2025-12-10/", "worklog/2025-12-09/"]
     assert root.find(f"{A}link[@rel='self']").get("href") == "feed.xml"

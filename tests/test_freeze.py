@@ -7,6 +7,7 @@ per module and each test works on a copy of that project.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import datetime as dt
 import hashlib
 import json
@@ -19,11 +20,13 @@ import pytest
 from click.testing import CliRunner
 from dateutil.parser import isoparse
 
-from worklog_gen import __version__, freeze
+from worklog_gen import __version__
+from worklog_gen.freeze import store as freeze
 from worklog_gen.cli import main
 from worklog_gen.config import load_plugin_config
-from worklog_gen.execute import execute_cli, execute_notebook
-from worklog_gen.source_hash import source_hash
+from worklog_gen.freeze.execute import execute_cli, execute_notebook
+from worklog_gen.freeze.record import FreezeRecord
+from worklog_gen.freeze.source_hash import source_hash
 
 FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
 MKDOCS_YML = """\
@@ -94,7 +97,9 @@ def test_execute_writes_a_store_entry_with_its_record(executed):
     record = json.loads((entry / "record.json").read_text())
     assert record["source_hash"] == source_hash(root / "notebooks/alpha.py", root).hexdigest
     assert record["notebook"] == "notebooks/alpha.py"
-    assert record["hashed_files"] == ["worklog_gen/__init__.py", "worklog_gen/notebook.py"]
+    assert record["hashed_files"] == ["worklog_gen/kit/__init__.py", "worklog_gen/kit/notebook.py"]
+    assert set(record["hashes"]["modules"]) == set(record["hashed_files"])
+    assert len(record["hashes"]["cells"]) == 4  # one per non-empty code cell
     executed_at = isoparse(record["executed_at"])
     assert executed_at.utcoffset() == dt.timedelta(0)
     assert abs(dt.datetime.now(dt.timezone.utc) - executed_at) < dt.timedelta(hours=1)
@@ -134,15 +139,15 @@ def test_status_reports_fresh_results(executed):
     rows = freeze.status(cfg, root)
     assert [r.topic for r in rows] == ["alpha", "beta"]  # the topic without a notebook is left out
     alpha = rows[0].to_json()
-    assert set(alpha) == {"topic", "path", "state", "gpu", "executed_at", "headline"}
-    record = json.loads((root / "notebooks/_freeze/alpha/record.json").read_text())
+    assert set(alpha) == {"topic", "path", "state", "gpu", "executed_at", "headline", "reasons", "failure"}
+    record = freeze.load_record(root / "notebooks/_freeze", "notebooks/alpha.py")
     assert alpha == {"topic": "alpha", "path": "notebooks/alpha.py", "state": "fresh",
-                     "gpu": freeze.device_label(record), "executed_at": record["executed_at"],
-                     "headline": {"alpha_sum_of_squares": 285.0}}
+                     "gpu": record.device_label, "executed_at": record.executed_at,
+                     "headline": {"alpha_sum_of_squares": 285.0}, "reasons": [], "failure": None}
     assert rows[1].to_json()["headline"] == {"beta_ratio": 0.75}
     line = rows[0].summary()
     assert "\n" not in line
-    for part in ("alpha", "fresh", record["executed_at"], "notebooks/alpha.py"):
+    for part in ("alpha", "fresh", record.executed_at, "notebooks/alpha.py"):
         assert part in line
 
     result = CliRunner().invoke(main, ["status", "--json", "-f", str(root / "mkdocs.yml")])
@@ -168,13 +173,18 @@ def test_editing_a_code_cell_makes_only_that_notebook_stale(project):
     alpha = freeze.status(cfg, project)[0]
     assert "stale" in alpha.summary()
     assert alpha.to_json()["gpu"] is not None  # the old result is still described
+    line = next(i for i, text in enumerate((project / "notebooks/alpha.py").read_text().split("\n"), 1)
+                if text.startswith("import matplotlib"))
+    assert alpha.reasons == [f"code cell 1 (line {line}) changed"]
+    assert f"why: code cell 1 (line {line}) changed" in alpha.summary()
 
 
-def test_editing_prose_or_trailing_whitespace_keeps_it_fresh(project):
+def test_editing_prose_comments_formatting_or_tags_keeps_it_fresh(project):
     path = project / "notebooks/alpha.py"
     before = source_hash(path, project)
     edit(path, "# The squares, saved as data and drawn.", "# Rewritten prose: a different sentence.")
-    edit(path, "squares = [i * i for i in range(10)]", "squares = [i * i for i in range(10)]   ")
+    edit(path, "squares = [i * i for i in range(10)]", "squares = [i*i for i in range(10)]  # a comment   ")
+    edit(path, "\n# %%\nsave_data(", '\n# %% tags=["hide-input"]\n# Save and draw.\nsave_data(')
     assert source_hash(path, project) == before
     assert states(project) == {"alpha": "fresh", "beta": "fresh"}
 
@@ -184,7 +194,7 @@ def test_a_notebook_without_a_store_entry_is_missing(project):
     cfg, _ = load_plugin_config(project / "mkdocs.yml")
     beta = freeze.status(cfg, project)[1]
     assert beta.to_json() == {"topic": "beta", "path": "notebooks/beta.py", "state": "missing",
-                              "gpu": None, "executed_at": None, "headline": {}}
+                              "gpu": None, "executed_at": None, "headline": {}, "reasons": [], "failure": None}
     assert "missing" in beta.summary()
 
 
@@ -229,8 +239,7 @@ def test_the_hash_follows_worklog_gen_imports_transitively(tmp_path):
     nb.write_text("# %% [markdown]\n# Prose.\n\n# %%\n%matplotlib inline\nfrom worklog_gen.helpers import f\n")
 
     first = source_hash(nb, tmp_path)
-    assert first.files == ("worklog_gen/__init__.py", "worklog_gen/deep.py",
-                           "worklog_gen/helpers.py", "worklog_gen/lazy.py")
+    assert first.files == ("worklog_gen/deep.py", "worklog_gen/helpers.py", "worklog_gen/lazy.py")
     (pkg / "unused.py").write_text("Y = 2\n")
     assert source_hash(nb, tmp_path) == first
     (pkg / "lazy.py").write_text("def g():\n    return 3\n")
@@ -243,13 +252,14 @@ def test_write_entry_replaces_the_old_entry_whole(tmp_path):
     data.mkdir()
     (data / "old.csv").write_text("a\n1\n")
     store = tmp_path / "store"
-    freeze.write_entry(store, "x", nb, data, {"source_hash": "old"})
+    record = FreezeRecord(notebook="x.py", source_hash="old", executed_at="2026-11-25T00:00:00Z", mode="cpu")
+    freeze.write_entry(store, "x", nb, data, record)
     (data / "old.csv").unlink()
     (data / "new.json").write_text("{}")
-    entry = freeze.write_entry(store, "x", nb, data, {"source_hash": "new"})
+    entry = freeze.write_entry(store, "x", nb, data, dataclasses.replace(record, source_hash="new"))
     assert sorted(p.relative_to(entry).as_posix() for p in entry.rglob("*")) == [
         "data", "data/new.json", "record.json", "x.ipynb"]
-    assert json.loads((entry / "record.json").read_text()) == {"source_hash": "new"}
+    assert freeze.load_record(store, "x.py").source_hash == "new"
     assert [p.name for p in store.iterdir()] == ["x"]
 
 

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from conftest import T_MINUS_LOGS
 from worklog_gen.cli import main
-from worklog_gen.lint import check
+from worklog_gen.log.lint import check
 
 
 BAD_LOG = """\
@@ -41,10 +41,10 @@ def test_each_problem_named_at_its_line(tmp_path):
     path.write_bytes(BAD_LOG.replace("\n", "\r\n").encode())
     diagnostics = check(path)
     assert found(diagnostics) == [
-        (1, "warning", "line-ends"),
+        (1, "info", "line-ends"),
         (2, "error", "invalid-date"),
         (8, "error", "target-date"),  # a warning in load, an error here
-        (8, "warning", "empty-entry"),
+        (8, "info", "empty-entry"),
         (10, "warning", "out-of-order"),
         (12, "warning", "backwards-link"),
         (14, "error", "duplicate-day"),
@@ -55,11 +55,11 @@ def test_each_problem_named_at_its_line(tmp_path):
     assert "2026-05-10" in target.message and "2026-05-12" in target.message
 
 
-def test_a_day_in_two_files_is_a_warning_and_a_day_twice_in_one_file_an_error(tmp_path):
+def test_a_day_in_two_files_is_a_note_and_a_day_twice_in_one_file_an_error(tmp_path):
     (tmp_path / "a.md").write_text("12/09/25 (T - 154)\nx\n", encoding="utf-8")
     (tmp_path / "b.md").write_text("12/09/2025 (T - 154)\ny\n", encoding="utf-8")
     (d,) = check(tmp_path)
-    assert (Path(d.path).name, d.line, d.severity, d.code) == ("b.md", 1, "warning", "same-day")
+    assert (Path(d.path).name, d.line, d.severity, d.code) == ("b.md", 1, "info", "same-day")
     assert "a.md:1" in d.message and "both are kept" in d.message
     (tmp_path / "b.md").write_text("12/09/2025 (T - 154)\ny\n12/09/2025 (T - 154)\nz\n", encoding="utf-8")
     same_file = [d for d in check(tmp_path) if d.code == "duplicate-day"]

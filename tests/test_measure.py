@@ -1,4 +1,4 @@
-"""Unit math and data round trips of worklog_gen.measure (no GPU needed)."""
+"""Unit math and data round trips of worklog_gen.kit.measure (no GPU needed)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from worklog_gen import measure
-from worklog_gen.measure import H100_SXM, H200_SXM, Ceilings, Datasheet, Timing
+from worklog_gen.kit import measure
+from worklog_gen.kit.measure import H100_SXM, H200_SXM, Ceilings, Datasheet, Timing
 
 
 def test_gbps_counts_decimal_gigabytes_per_second():

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from worklog_gen import execute
+from worklog_gen.freeze import execute
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.py"))
@@ -26,7 +26,7 @@ GUARD = '''\
 
 def _no_benchmarks(*args, **kwargs):
     raise AssertionError("a benchmark ran under TRITON_INTERPRET=1; "
-                         "notebooks must skip benchmarks when worklog_gen.notebook.interpret_mode()")
+                         "notebooks must skip benchmarks when worklog_gen.kit.notebook.interpret_mode()")
 
 
 try:
@@ -35,10 +35,10 @@ try:
     triton.testing.do_bench = _no_benchmarks
 except ImportError:
     pass
-import worklog_gen.measure
+import worklog_gen.kit.measure
 
-worklog_gen.measure.bench = _no_benchmarks
-worklog_gen.measure.measure_ceilings = _no_benchmarks
+worklog_gen.kit.measure.bench = _no_benchmarks
+worklog_gen.kit.measure.measure_ceilings = _no_benchmarks
 '''
 
 

@@ -6,15 +6,15 @@ import json
 import markdown
 import pytest
 
-from worklog_gen.charts import chart_spec
-from worklog_gen.heatmap import heatmap_cells, heatmap_chart
-from worklog_gen.markup import commonmark_lists, md_escape
-from worklog_gen.old_links import OldSiteLinks
-from worklog_gen.pages import (
+from worklog_gen.kit.charts import chart_spec
+from worklog_gen.site.heatmap import heatmap_cells, heatmap_chart
+from worklog_gen.site.markup import commonmark_lists, md_escape
+from worklog_gen.site.old_links import OldSiteLinks
+from worklog_gen.site.layout import Layout
+from worklog_gen.site.pages import (
     SiteContext,
     day_page,
     entry_title,
-    entry_url,
     home_files,
     home_page,
     nav_section,
@@ -22,7 +22,7 @@ from worklog_gen.pages import (
     summary,
     tasks_page,
 )
-from worklog_gen.stats import normalise_task, reading_list, streaks, task_report, timeline
+from worklog_gen.site.stats import normalise_task, reading_list, streaks, task_report, timeline
 
 D = dt.date.fromisoformat
 
@@ -295,7 +295,8 @@ def test_reading_list_page_links_every_url_once(make_entry, make_log):
 
 def test_entry_url_and_nav_section(make_entry, make_log):
     entries = [make_entry("2025-11-30", countdown=10), make_entry("2025-12-01", countdown=9)]
-    assert entry_url(entries[0], SiteContext(url_prefix="/log/")) == "log/2025-11-30/"
+    assert Layout("/log/").entry_url(entries[0].slug) == "log/2025-11-30/"
+    assert Layout("/log/", use_directory_urls=False).entry_url(entries[0].slug) == "log/2025-11-30.html"
     assert entry_title(make_entry("2025-12-01")) == "1 Dec 2025"
     nav = nav_section(make_log(entries), SiteContext())
     assert nav == [
@@ -309,10 +310,10 @@ def test_entry_url_and_nav_section(make_entry, make_log):
 
 @pytest.mark.parametrize("prefix", ["worklog", "notes/log"])
 def test_pages_link_relative_to_their_own_folder(make_entry, make_log, prefix):
-    from worklog_gen.pages import worklog_pages
+    from worklog_gen.site.pages import worklog_pages
 
     entries = [make_entry("2025-12-09", "GEMM", 1)]
-    ctx = SiteContext(url_prefix=prefix, topic_titles={"t": "T"}, entry_topics={"2025-12-09": ["t"]})
+    ctx = SiteContext(layout=Layout(prefix), topic_titles={"t": "T"}, entry_topics={"2025-12-09": ["t"]})
     pages = worklog_pages(make_log(entries), ctx)
     assert set(pages) == {f"{prefix}/{n}" for n in ["index.md", "reading-list.md", "tasks.md", "2025-12-09.md"]}
     depth = prefix.count("/") + 1

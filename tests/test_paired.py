@@ -1,10 +1,10 @@
-"""worklog_gen.paired with fake timers: the order alternates, drift cancels, errors are named."""
+"""worklog_gen.kit.paired with fake timers: the order alternates, drift cancels, errors are named."""
 
 from __future__ import annotations
 
 import pytest
 
-from worklog_gen.paired import paired_ratio
+from worklog_gen.kit.paired import paired_ratio
 
 
 def test_the_order_alternates_and_the_ratio_is_the_median():

@@ -16,10 +16,11 @@ import re
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from worklog_gen.repair import normalize_line_ends, repair_text
-from worklog_gen.tasks import entry_tasks, parse_task
-from worklog_gen.words import count_words
-from worklog_gen.worklog import HEADER_RE, parse
+from worklog_gen.log.repair import normalize_line_ends, repair_text
+from worklog_gen.log.tasks import entry_tasks, parse_task
+from worklog_gen.log.words import count_words
+from worklog_gen.log import parse
+from worklog_gen.log.shapes import HEADER_RE
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -1,10 +1,10 @@
-"""nvidia-smi samples, clock-event reasons and work per clock (worklog_gen.power), without a GPU."""
+"""nvidia-smi samples, clock-event reasons and work per clock (worklog_gen.kit.power), without a GPU."""
 
 from __future__ import annotations
 
 import pytest
 
-from worklog_gen.power import SMI_FIELDS, TENSOR_FLOP_PER_CLK_SM, flop_per_clock, parse_smi, reason_names, sustained
+from worklog_gen.kit.power import SMI_FIELDS, TENSOR_FLOP_PER_CLK_SM, flop_per_clock, parse_smi, reason_names, sustained
 
 
 def test_smi_samples_are_parsed_and_broken_lines_skipped():

@@ -16,12 +16,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from worklog_gen import freeze
-from worklog_gen.execute import execute_notebook
-from worklog_gen.measure import Ceilings
-from worklog_gen.render import fence, notebook_markdown, render_kernels_page, render_topic, trim_output
-from worklog_gen.roofline import RooflinePoint, save_roofline
-from worklog_gen.source_hash import source_hash
+from worklog_gen.freeze import store as freeze
+from worklog_gen.freeze.execute import execute_notebook
+from worklog_gen.kit.measure import Ceilings
+from worklog_gen.freeze.render import fence, notebook_markdown, render_topic, trim_output
+from worklog_gen.site.kernels import kernels_page
+from worklog_gen.kit.roofline import RooflinePoint, save_roofline
+from worklog_gen.freeze.source_hash import source_hash
 
 FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
 STORE = Path("notebooks/_freeze")
@@ -45,8 +46,8 @@ def project(executed, tmp_path):
     return Path(shutil.copytree(executed, tmp_path / "project"))
 
 
-def record(root: Path, stem: str) -> dict:
-    return json.loads((root / STORE / stem / "record.json").read_text())
+def record(root: Path, stem: str):
+    return freeze.load_record(root / STORE, f"notebooks/{stem}.py")
 
 
 def edit(path: Path, old: str, new: str) -> None:
@@ -56,7 +57,7 @@ def edit(path: Path, old: str, new: str) -> None:
 
 
 def test_images_become_files_and_nothing_is_inlined(executed):
-    page = render_topic("alpha", "Alpha", ALPHA, STORE, executed)
+    page = render_topic(ALPHA, STORE, executed, files_dir="alpha")
     images = {name: data for name, data in page.files.items() if name.endswith(".png")}
     assert len(images) == 1
     (name, data), = images.items()
@@ -68,7 +69,7 @@ def test_images_become_files_and_nothing_is_inlined(executed):
 
 
 def test_provenance_box_opens_the_page(executed):
-    page = render_topic("alpha", "Alpha", ALPHA, STORE, executed)
+    page = render_topic(ALPHA, STORE, executed, files_dir="alpha")
     rec = record(executed, "alpha")
     heading, rest = page.markdown.split("\n\n", 1)
     assert heading == "# Alpha"  # the notebook's own title, then the box
@@ -80,24 +81,24 @@ def test_provenance_box_opens_the_page(executed):
         box_lines.append(line)
     box = "\n".join(box_lines)
     assert "A fixture notebook for the pipeline tests" not in box  # the box ends before the notebook
-    for fact in (rec["source_hash"][:12], f"Python {rec['python']}", f"torch {rec['torch']}",
-                 f"triton {rec['triton']}", rec["executed_at"][:10], "fresh"):
+    for fact in (rec.source_hash[:12], f"Python {rec.python}", f"torch {rec.torch}",
+                 f"triton {rec.triton}", rec.executed_at[:10], "fresh"):
         assert fact in box, fact
-    assert rec["source_hash"][:13] not in box  # the short hash only
-    if rec["mode"] != "gpu":
+    assert rec.source_hash[:13] not in box  # the short hash only
+    if rec.mode != "gpu":
         assert "CPU" in box and "say nothing about a GPU" in box
     assert page.warnings == []
 
 
 def test_downloads_are_files_beside_the_page(executed):
-    page = render_topic("alpha", "Alpha", ALPHA, STORE, executed)
+    page = render_topic(ALPHA, STORE, executed, files_dir="alpha")
     assert page.files["alpha/alpha.ipynb"] == (executed / STORE / "alpha" / "alpha.ipynb").read_bytes()
     assert page.files["alpha/alpha.py"] == (executed / ALPHA).read_bytes()
     assert "](alpha/alpha.ipynb)" in page.markdown and "](alpha/alpha.py)" in page.markdown
 
 
 def test_cells_and_outputs_become_site_markdown(executed):
-    md = render_topic("alpha", "Alpha", ALPHA, STORE, executed).markdown
+    md = render_topic(ALPHA, STORE, executed, files_dir="alpha").markdown
     assert "```python\nimport matplotlib.pyplot as plt\n" in md
     assert "```text\nsum of squares: 285.0\n```" in md
     assert "The squares, saved as data and drawn." in md
@@ -105,19 +106,19 @@ def test_cells_and_outputs_become_site_markdown(executed):
     # 300 printed lines, trimmed with a note
     assert "line 0\n" in md and "line 299\n" in md and "line 150\n" not in md
     assert "lines left out" in md
-    md = render_topic("beta", "Beta", BETA, STORE, executed).markdown
+    md = render_topic(BETA, STORE, executed, files_dir="beta").markdown
     assert "```text\n0.75\n```" in md  # an execute_result
 
 
 def test_rendering_is_deterministic(executed):
-    first = render_topic("alpha", "Alpha", ALPHA, STORE, executed)
-    second = render_topic("alpha", "Alpha", ALPHA, STORE, executed)
+    first = render_topic(ALPHA, STORE, executed, files_dir="alpha")
+    second = render_topic(ALPHA, STORE, executed, files_dir="alpha")
     assert first == second
 
 
 def test_prose_edits_show_without_a_rerun(project):
     edit(project / ALPHA, "# The squares, saved as data and drawn.", "# Prose rewritten after the run.")
-    page = render_topic("alpha", "Alpha", ALPHA, STORE, project)
+    page = render_topic(ALPHA, STORE, project, files_dir="alpha")
     assert "Prose rewritten after the run." in page.markdown
     assert "The squares, saved as data and drawn." not in page.markdown
     assert "Frozen result: fresh" in page.markdown and page.warnings == []
@@ -126,7 +127,7 @@ def test_prose_edits_show_without_a_rerun(project):
 
 def test_a_stale_notebook_warns_and_shows_the_frozen_run(project):
     edit(project / ALPHA, "range(10)", "range(12)")
-    page = render_topic("alpha", "Alpha", ALPHA, STORE, project)
+    page = render_topic(ALPHA, STORE, project, files_dir="alpha")
     assert len(page.warnings) == 1
     assert "notebooks/alpha.py" in page.warnings[0] and "stale" in page.warnings[0]
     assert '!!! warning "Frozen result: stale"' in page.markdown
@@ -136,19 +137,19 @@ def test_a_stale_notebook_warns_and_shows_the_frozen_run(project):
 
 def test_a_missing_result_says_how_to_produce_it(project):
     shutil.rmtree(project / STORE / "beta")
-    page = render_topic("beta", "Beta", BETA, STORE, project)
+    page = render_topic(BETA, STORE, project, files_dir="beta")
     assert page.warnings and "notebooks/beta.py" in page.warnings[0]
     assert "worklog-gen execute notebooks/beta.py" in page.markdown
-    assert "```python\nfrom worklog_gen.notebook import headline" in page.markdown  # code, no outputs
+    assert "```python\nfrom worklog_gen.kit.notebook import headline" in page.markdown  # code, no outputs
     assert "0.75" not in page.markdown.split("```python", 1)[1].split("```", 1)[1]
 
 
 def test_a_failed_run_warns(project):
     current = source_hash(project / ALPHA, project).hexdigest
     (project / STORE / "alpha.failed.json").write_text(json.dumps(
-        {"source_hash": current, "cell_index": 5, "line": 33, "ename": "ValueError", "evalue": "boom",
+        {"notebook": "notebooks/alpha.py", "source_hash": current, "cell_index": 5, "line": 33, "ename": "ValueError", "evalue": "boom",
          "failed_at": "2026-01-02T03:04:05Z"}))
-    page = render_topic("alpha", "Alpha", ALPHA, STORE, project)
+    page = render_topic(ALPHA, STORE, project, files_dir="alpha")
     assert page.warnings and "failed" in page.warnings[0] and "notebooks/alpha.py" in page.warnings[0]
     assert "ValueError: boom" in page.markdown
 
@@ -174,9 +175,9 @@ def test_trim_output_and_fence():
 
 
 def test_render_imports_neither_torch_nor_triton(executed):
-    code = ("import sys; from pathlib import Path; from worklog_gen import render; "
-            f"render.render_topic('alpha', 'Alpha', Path('{ALPHA}'), Path('{STORE}'), Path(r'{executed}')); "
-            f"render.render_kernels_page([('alpha', 'Alpha', Path('{ALPHA}'))], Path('{STORE}'), Path(r'{executed}')); "
+    code = ("import sys; from pathlib import Path; from worklog_gen.freeze import render; from worklog_gen.site import kernels; "
+            f"render.render_topic(Path('{ALPHA}'), Path('{STORE}'), Path(r'{executed}'), files_dir='alpha'); "
+            f"kernels.kernels_page([('alpha', 'Alpha', Path('{ALPHA}'))], Path('{STORE}'), Path(r'{executed}')); "
             "assert 'torch' not in sys.modules and 'triton' not in sys.modules, 'imported'")
     env = dict(os.environ, PYTHONPATH=str(Path(freeze.__file__).resolve().parents[1]))
     subprocess.run([sys.executable, "-c", code], check=True, env=env)
@@ -198,11 +199,11 @@ def _save_roofline(root: Path, stem: str, device: str, points: list[RooflinePoin
 def test_kernels_page_tables_headlines_and_draws_one_roofline(project):
     _save_roofline(project, "alpha", "NVIDIA H200", [RooflinePoint("alpha naive", 1e9, 4e9, 2.0)])
     _save_roofline(project, "beta", "NVIDIA H200", [RooflinePoint("beta tiled", 1e12, 1e9, 3.0, roof="bf16")])
-    page = render_kernels_page(TOPICS + [("gamma", "Gamma", Path("notebooks/gamma.py"))], STORE, project)
+    page = kernels_page(TOPICS + [("gamma", "Gamma", Path("notebooks/gamma.py"))], STORE, project)
     lines = page.markdown.split("\n")
     # One section per topic: its heading, then device, date and state once, then its figures.
     alpha = page.markdown.split("### [Alpha](topics/alpha.md)")[1].split("### ")[0]
-    assert f"{freeze.device_label(record(project, 'alpha'))}, {record(project, 'alpha')['executed_at'][:10]}, **fresh**" in alpha
+    assert f"{record(project, 'alpha').device_label}, {record(project, 'alpha').executed_at[:10]}, **fresh**" in alpha
     alpha_row = next(line for line in alpha.split("\n") if "`alpha_sum_of_squares`" in line)
     assert "| 285 |" in alpha_row
     assert any("`beta_ratio`" in line and "| 0.75 | x |" in line for line in lines)
@@ -215,13 +216,13 @@ def test_kernels_page_tables_headlines_and_draws_one_roofline(project):
     rows = next(layer for layer in spec["layer"] if layer["mark"]["type"] == "point")["data"]["values"]
     assert [(r["topic"], r["variant"]) for r in rows] == [("alpha", "alpha naive"), ("beta", "beta tiled")]
     assert page.warnings == []
-    assert render_kernels_page(TOPICS, STORE, project).files == render_kernels_page(TOPICS, STORE, project).files
+    assert kernels_page(TOPICS, STORE, project).files == kernels_page(TOPICS, STORE, project).files
 
 
 def test_kernels_page_leaves_out_points_from_another_device(project):
     _save_roofline(project, "alpha", "NVIDIA H200", [RooflinePoint("alpha naive", 1e9, 4e9, 2.0)])
     _save_roofline(project, "beta", "NVIDIA A100", [RooflinePoint("beta tiled", 1e12, 1e9, 3.0)])
-    page = render_kernels_page(TOPICS, STORE, project)
+    page = kernels_page(TOPICS, STORE, project)
     assert len(page.warnings) == 1 and "notebooks/beta.py" in page.warnings[0] and "A100" in page.warnings[0]
     spec = json.loads(page.files["kernels/roofline.vega.json"])
     rows = next(layer for layer in spec["layer"] if layer["mark"]["type"] == "point")["data"]["values"]
@@ -229,7 +230,7 @@ def test_kernels_page_leaves_out_points_from_another_device(project):
 
 
 def test_kernels_page_without_roofline_data(executed):
-    page = render_kernels_page(TOPICS, STORE, executed)
+    page = kernels_page(TOPICS, STORE, executed)
     assert not any(name.startswith("kernels/roofline") for name in page.files)
     assert "No notebook has saved roofline data yet" in page.markdown
 
@@ -237,7 +238,7 @@ def test_kernels_page_without_roofline_data(executed):
 def test_figures_are_named_after_their_section():
     import nbformat
 
-    from worklog_gen.render import notebook_markdown
+    from worklog_gen.freeze.render import notebook_markdown
 
     png = {"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"}
     nb = nbformat.v4.new_notebook(cells=[

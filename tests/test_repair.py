@@ -7,7 +7,7 @@ import unicodedata
 import ftfy.bad_codecs  # noqa: F401  (registers "sloppy-windows-1252")
 import pytest
 
-from worklog_gen.repair import (
+from worklog_gen.log.repair import (
     decode_bytes,
     fix_backwards_link,
     fix_bare_url,
@@ -28,11 +28,11 @@ def mojibake(text: str) -> str:
 # Line ends and byte-order mark
 
 
-def test_crlf_and_bom_one_warning_at_line_1():
+def test_crlf_and_bom_one_note_at_line_1():
     text, diags = normalize_line_ends("\ufeffa\r\nb\r\n\r\nc", "x.md")
     assert text == "a\nb\n\nc"
     (d,) = diags
-    assert (d.path, d.line, d.severity, d.code) == ("x.md", 1, "warning", "line-ends")
+    assert (d.path, d.line, d.severity, d.code) == ("x.md", 1, "info", "line-ends")
     assert "byte-order mark" in d.message and "3 CRLF" in d.message
 
 
@@ -175,13 +175,13 @@ def test_repair_text_keeps_lines_and_reports_each():
     fixed, diags = repair_text(raw, "x.md")
     assert fixed.split("\n") == ["12/10/2025 (T - 153)", "", "[A (b)](https://a.org)", "E\ufb03cient", "<https://c.org>", ""]
     assert [(d.line, d.code) for d in diags] == [(1, "line-ends"), (4, "mojibake"), (3, "backwards-link"), (5, "bare-url")]
-    assert all(str(d).startswith(f"x.md:{d.line}: warning: ") for d in diags)
+    assert [str(d).split(": ")[1] for d in diags] == ["info", "warning", "warning", "info"]
 
 
 def test_repairs_compose_on_one_line_and_each_is_reported():
     """A backwards link whose title is also mojibake, and has a colon as paper titles do:
     the title is repaired and the link turned round, and both repairs are reported."""
-    from worklog_gen.worklog import parse
+    from worklog_gen.log import parse
 
     text = ("12/09/25 (T - 154)\n"
             "[https://arxiv.org/abs/2205.14135](FlashAttention: Fast and Memory-E\u00ef\u00ac\u0192cient Exact Attention)\n")

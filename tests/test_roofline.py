@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from worklog_gen.measure import Timing
-from worklog_gen.notebook import OUTPUT_ENV
-from worklog_gen.roofline import RooflinePoint, load_roofline, save_roofline
+from worklog_gen.kit.measure import Timing
+from worklog_gen.kit.notebook import OUTPUT_ENV
+from worklog_gen.kit.roofline import RooflinePoint, load_roofline, save_roofline
 
 N = 2**24  # elements of a vector add (the ``points`` fixture in conftest.py)
 

@@ -23,10 +23,10 @@ from bs4 import BeautifulSoup
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from worklog_gen.headers import SHAPES
-from worklog_gen.lint import check
-from worklog_gen.repair import repair_text
-from worklog_gen.worklog import load, parse
+from worklog_gen.log.shapes import SHAPES
+from worklog_gen.log.lint import check
+from worklog_gen.log.repair import repair_text
+from worklog_gen.log import load, parse
 
 FIXTURES = Path(__file__).parent / "fixtures" / "shapes"
 TODAY = dt.date(2025, 12, 21)
@@ -66,10 +66,10 @@ def test_a_year_from_front_matter_or_the_option_names_the_oldest_entry_and_silen
         assert not [d for d in log.diagnostics if d.code == "year"]
 
 
-def test_counter_mistakes_are_warnings_never_errors():
+def test_counter_mistakes_are_notes_never_errors():
     log = parse("---\nyear: 2025\n---\n## Nov 1 - Day 22\nx\n## Nov 2 - Day 22\ny\n## Nov 3\nz\n", "p.md")
     found = [(d.line, d.severity, d.code) for d in log.diagnostics]
-    assert found == [(6, "warning", "day-number"), (8, "warning", "day-number")]
+    assert found == [(6, "info", "day-number"), (8, "info", "day-number")]
 
 
 def test_dated_notes_start_only_at_a_date_alone_on_its_line():
@@ -196,7 +196,7 @@ def test_hugo_shortcodes_become_markdown_on_the_page(shapes_site):
 
 
 def test_an_unknown_shortcode_stays_as_text_and_a_missing_image_keeps_its_caption(tmp_path):
-    from worklog_gen.pages import SiteContext, day_page
+    from worklog_gen.site.pages import SiteContext, day_page
 
     post = tmp_path / "post.md"
     post.write_text('---\ntitle: T\ndate: 2025-01-05\n---\nintro\n{{< gist user 123 >}}\n'
@@ -209,7 +209,7 @@ def test_an_unknown_shortcode_stays_as_text_and_a_missing_image_keeps_its_captio
 
 
 def test_two_posts_images_of_one_name_are_two_files(tmp_path):
-    from worklog_gen.pages import SiteContext, worklog_pages
+    from worklog_gen.site.pages import SiteContext, worklog_pages
 
     for name, day in (("first", 5), ("second", 6)):  # Hugo page bundles: each post's folder holds its cover
         (tmp_path / "log" / name).mkdir(parents=True)
@@ -278,7 +278,7 @@ def test_a_day_from_two_sources_is_one_page_with_both_texts(tmp_path):
     root = _project(tmp_path, worklog)
     diagnostics = check(root / "worklog", today=TODAY)
     (same,) = [d for d in diagnostics if d.code == "same-day"]
-    assert same.severity == "warning"
+    assert same.severity == "info"
     build(load_config(str(root / "mkdocs.yml"), strict=False))
     text = _html(root, "worklog/2025-01-08/index.html").find("article").get_text()
     assert "Timed naive attention" in text and "never reach HBM" in text

@@ -16,8 +16,8 @@ from markdown_it import MarkdownIt
 from mkdocs.exceptions import Abort
 
 from conftest import REAL_LOG, T_MINUS_LOGS
-from worklog_gen import generate as generate_module
-from worklog_gen.worklog import Diagnostic, Worklog
+from worklog_gen.site import generate as generate_module
+from worklog_gen.log import Diagnostic, DiagnosticCode, Worklog
 
 TOPICS = [
     {"id": "vector-add", "title": "Vector add", "notebook": "notebooks/vector_add.py",
@@ -235,12 +235,12 @@ def test_without_directory_urls_the_heatmap_links_html_files(build_site):
 
 
 def _fake_load(worklog: Worklog):
-    return lambda path, date_order="auto", year=None, today=None: worklog
+    return lambda path, date_order="auto", year=None, today=None, relative_to=None: worklog
 
 
 def test_error_diagnostic_stops_the_build_naming_file_and_line(build_site, make_entry, monkeypatch, caplog):
     bad = Worklog(entries=[make_entry("2025-12-09", "x")],
-                  diagnostics=[Diagnostic("worklog/log.md", 42, "invalid date 13/45/25", "error")])
+                  diagnostics=[Diagnostic("worklog/log.md", 42, "invalid date 13/45/25", DiagnosticCode.INVALID_DATE)])
     monkeypatch.setattr(generate_module, "load", _fake_load(bad))
     with pytest.raises(Abort):
         build_site(None, strict=False)
@@ -249,7 +249,7 @@ def test_error_diagnostic_stops_the_build_naming_file_and_line(build_site, make_
 
 def test_warning_diagnostic_fails_only_strict_builds(build_site, make_entry, monkeypatch, caplog):
     damaged = Worklog(entries=[make_entry("2025-12-09", "x")],
-                      diagnostics=[Diagnostic("worklog/log.md", 7, "repaired mojibake", "warning")])
+                      diagnostics=[Diagnostic("worklog/log.md", 7, "repaired mojibake", DiagnosticCode.MOJIBAKE)])
     monkeypatch.setattr(generate_module, "load", _fake_load(damaged))
     assert (build_site(None, strict=False) / "worklog/2025-12-09/index.html").exists()
     with pytest.raises(Abort):
@@ -273,7 +273,7 @@ def test_a_docs_page_in_the_way_is_an_error(build_site, caplog):
 
 
 def test_an_unreadable_frozen_notebook_stops_the_build_naming_it(build_site, fake_render, monkeypatch, caplog):
-    def broken(topic_id, title, notebook, store_dir, root):
+    def broken(notebook, store_dir, root, *, files_dir):
         raise ValueError(f"notebooks/_freeze/{notebook.stem}/{notebook.stem}.ipynb: cannot read the frozen notebook")
 
     monkeypatch.setattr(generate_module.render, "render_topic", broken)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from worklog_gen.topics import match_topics, prose
+from worklog_gen.site.topics import match_topics, prose
 
 TOPICS = [
     SimpleNamespace(id="vector-add", title="Vector add", aliases=["vector add", "vector addition", "vecadd"]),

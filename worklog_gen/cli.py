@@ -66,8 +66,8 @@ def export(paths: tuple[Path, ...], fmt: str, config_file: Path) -> None:
 
     With no PATH, reads the worklog configured in ./mkdocs.yml.
     """
-    from worklog_gen import export as exporter
-    from worklog_gen.worklog import load
+    from worklog_gen.site import export as exporter
+    from worklog_gen.log.parse import load
 
     cfg, root = _config(config_file)
     log = load(_worklog_paths(paths, cfg, root), date_order=cfg.date_order, year=cfg.year)
@@ -88,7 +88,7 @@ def new(path: Path | None, day: dt.datetime | None, config_file: Path) -> None:
 
     PATH is the log file; with none, the configured worklog (the newest file in a folder).
     """
-    from worklog_gen.authoring import append_entry
+    from worklog_gen.log.authoring import append_entry
 
     cfg, root = _config(config_file)
     target = path or root / cfg.worklog_dir
@@ -102,20 +102,54 @@ def new(path: Path | None, day: dt.datetime | None, config_file: Path) -> None:
 
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.option("--fix", is_flag=True, help="Write the repairs of damaged text back into the files (atomically).")
+@click.option("--diff", "show_diff", is_flag=True, help="Print the repairs as a unified diff; write nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output: every diagnostic with its severity and code.")
 @CONFIG_OPTION
-def check(paths: tuple[Path, ...], config_file: Path) -> None:
+def check(paths: tuple[Path, ...], fix: bool, show_diff: bool, as_json: bool, config_file: Path) -> None:
     """Lint the log: invalid dates, countdowns off the target date, duplicate or
-    out-of-order days, empty entries and damaged text. Exits 1 on errors."""
-    from worklog_gen.lint import check as lint
+    out-of-order days, damaged text, refused files; notes on style and habits under their
+    own heading. Exits 1 on errors.
+
+    With --fix, the repairs of damaged text (mojibake, backwards links, bare URLs, line ends,
+    encoding) are written back, each file atomically and only when the repair is lossless,
+    and the diff is printed; --diff prints it without writing.
+    """
+    from worklog_gen.log import fix as fixer
+    from worklog_gen.log.lint import lint, report, summary
+    from worklog_gen.log.parse import load
 
     cfg, root = _config(config_file)
-    diagnostics = lint(_worklog_paths(paths, cfg, root), date_order=cfg.date_order, year=cfg.year)
-    for diag in diagnostics:
-        click.echo(str(diag))
-    errors = sum(d.severity == "error" for d in diagnostics)
-    warnings = len(diagnostics) - errors
-    click.echo(f"{errors} error(s), {warnings} warning(s)", err=True)
-    sys.exit(1 if errors else 0)
+    targets = _worklog_paths(paths, cfg, root)
+    log = load(targets, date_order=cfg.date_order, year=cfg.year)
+    result: dict = {}
+    if fix or show_diff:
+        fixes = fixer.plan(log)
+        for f in fixes:
+            if f.refused:
+                click.echo(f"{f.name}: not fixed: {f.refused}", err=True)
+            elif not as_json:
+                click.echo(f.diff(), nl=False)
+            if fix and not f.refused:
+                fixer.apply(f)
+        result = {"fixed" if fix else "fixable": [f.name for f in fixes if not f.refused],
+                  "refused": [{"path": f.name, "why": f.refused} for f in fixes if f.refused]}
+        if fix and not as_json:
+            click.echo(f"fixed {len(result['fixed'])} file(s)" + (f", refused {len(result['refused'])}"
+                                                                  if result["refused"] else ""), err=True)
+        if fix:
+            log = load(targets, date_order=cfg.date_order, year=cfg.year)
+    diagnostics = lint(log)
+    counts = summary(diagnostics)
+    if as_json:
+        click.echo(json.dumps({"diagnostics": [{"path": d.path, "line": d.line, "severity": d.severity.value,
+                                                "code": d.code.value, "message": d.message} for d in diagnostics],
+                               "summary": counts, **result}, indent=2, ensure_ascii=False))
+    elif not show_diff:
+        if text := report(diagnostics):
+            click.echo(text)
+    click.echo(f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} note(s)", err=True)
+    sys.exit(1 if counts["error"] else 0)
 
 
 @main.command()
@@ -131,7 +165,7 @@ def execute(notebooks: tuple[Path, ...], force: bool, timeout: int, kernel_name:
     notebook, prints the cell and traceback, keeps the previous frozen result and
     makes the command exit 1.
     """
-    from worklog_gen.execute import execute_cli
+    from worklog_gen.freeze.execute import execute_cli
 
     cfg, root = _config(config_file)
     ok = execute_cli(cfg, root, list(notebooks), force=force, timeout=timeout, kernel_name=kernel_name)
@@ -153,12 +187,11 @@ def generate(out: Path, strict: bool, config_file: Path) -> None:
     """
     from mkdocs.exceptions import PluginError
 
-    from worklog_gen import generate as generator
+    from worklog_gen.site import generate as generator
 
     cfg, root = _config(config_file)
     data = generator.read_config(config_file) if config_file.exists() else {}
     try:
-        generator.check_topic_ids(cfg, str(config_file))
         site = generator.generate(cfg, root, site_name=data.get("site_name") or "", site_url=data.get("site_url"),
                                   site_author=data.get("site_author"),
                                   use_directory_urls=data.get("use_directory_urls", True),
@@ -168,7 +201,7 @@ def generate(out: Path, strict: bool, config_file: Path) -> None:
     except PluginError as exc:
         raise click.ClickException(str(exc)) from exc
     for message in site.messages:
-        click.echo(f"{message.level.upper()}: {message.text}", err=True)
+        click.echo(f"{message.level.value.upper()}: {message.text}", err=True)
     click.echo(f"{len(site.files)} file(s) generated; config: {written}", err=True)
     if strict and site.warnings():
         click.echo(f"Aborted with {len(site.warnings())} warning(s) in strict mode.", err=True)
@@ -187,7 +220,7 @@ def _build_date() -> dt.date:
 @CONFIG_OPTION
 def status(as_json: bool, config_file: Path) -> None:
     """Report each topic notebook as fresh, stale, missing or failed."""
-    from worklog_gen import freeze
+    from worklog_gen.freeze import store as freeze
 
     cfg, root = _config(config_file)
     rows = freeze.status(cfg, root)

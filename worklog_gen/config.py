@@ -6,6 +6,8 @@ The CLI reads them from ``./mkdocs.yml`` without building the site.
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -13,6 +15,9 @@ from mkdocs.config import base
 from mkdocs.config import config_options as c
 from mkdocs.exceptions import PluginError
 
+from worklog_gen.paths import OutsideFolder, inside
+
+TOPIC_ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
 class TopicConfig(base.Config):
     """One topic: a jupytext notebook rendered as a page, and the words that name it."""
@@ -56,11 +61,87 @@ class WorklogConfig(base.Config):
     after the build date, with a warning naming the file and the year chosen."""
 
 
-class _TolerantLoader(yaml.SafeLoader):
-    """Loads mkdocs.yml, leaving ``!!python/name:`` and ``!ENV`` tags as plain values."""
+@dataclass(frozen=True)
+class UnknownTag:
+    """A YAML value under a tag other than ``!ENV`` (``!!python/name:material.extensions.emoji.twemoji``):
+    kept as written, for MkDocs alone to resolve."""
+
+    tag: str
+    value: object
 
 
-_TolerantLoader.add_multi_constructor("", lambda loader, suffix, node: None)
+class _Loader(yaml.SafeLoader):
+    """Safe loading of ``mkdocs.yml``: ``!ENV`` resolved as MkDocs resolves it, any other tag kept
+    as an :class:`UnknownTag` (nothing is constructed from it)."""
+
+
+def _env_tag(loader: yaml.Loader, node: yaml.Node):
+    from yaml_env_tag import construct_env_tag  # MkDocs' own dependency
+
+    return construct_env_tag(loader, node)
+
+
+def _unknown_tag(loader: yaml.Loader, suffix: str, node: yaml.Node) -> UnknownTag:
+    if isinstance(node, yaml.ScalarNode):
+        value = loader.construct_scalar(node)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node)
+    else:
+        value = loader.construct_mapping(node)
+    return UnknownTag(node.tag, value)
+
+
+_Loader.add_constructor("!ENV", _env_tag)
+_Loader.add_multi_constructor("", _unknown_tag)
+
+
+def read_mkdocs_yml(path: str | Path) -> dict:
+    """``mkdocs.yml`` as data, read once for the plugin's options and for ``worklog-gen generate``:
+    safely (no Python objects are built), ``!ENV`` resolved, other tags kept as :class:`UnknownTag`.
+    An empty file gives ``{}``.
+
+    Raises:
+        PluginError: not valid YAML, or not a mapping, naming the file (and the line).
+    """
+    path = Path(path)
+    try:
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
+    except yaml.YAMLError as exc:
+        raise PluginError(f"{path}: invalid YAML: {exc}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise PluginError(f"{path}:1: expected a mapping of settings, found {type(data).__name__}")
+    return data
+
+
+def check_config(cfg: WorklogConfig, root: Path, config_file: str | Path) -> None:
+    """Raise unless every path option stays inside ``root``, the folder of ``mkdocs.yml``
+    (:func:`worklog_gen.paths.inside`: ``worklog_dir``, ``freeze_dir`` and each topic's
+    ``notebook``), and every topic id is unique and URL-safe (``[a-z0-9_-]``, it is part of a URL).
+
+    Raises:
+        PluginError: naming ``config_file``, the option and where it leads.
+    """
+    named = [("worklog_dir", cfg.worklog_dir), ("freeze_dir", cfg.freeze_dir)]
+    named += [(f"topics: {t.id}: notebook", t.notebook) for t in cfg.topics if t.notebook]
+    for option, value in named:
+        try:
+            inside(value, root)
+        except OutsideFolder as exc:
+            raise PluginError(f"{config_file}: worklog option '{option}': {exc}; paths stay inside the "
+                              "project (the folder of mkdocs.yml)") from exc
+    ids = [t.id for t in cfg.topics]
+    for topic_id in ids:
+        if not TOPIC_ID.match(topic_id) or ids.count(topic_id) > 1:
+            raise PluginError(f"{config_file}: worklog topic id '{topic_id}' must be unique and "
+                              "use lowercase letters, digits, '-' or '_' (it is part of a URL)")
+
+
+def worklog_folder(cfg: WorklogConfig, root: Path) -> Path:
+    """The worklog folder (``worklog_dir``, or the folder of the one file it names), resolved."""
+    path = (root / cfg.worklog_dir).resolve()
+    return path if path.is_dir() else path.parent
 
 
 def load_plugin_config(mkdocs_yml: str | Path = "mkdocs.yml") -> tuple[WorklogConfig, Path]:
@@ -70,16 +151,14 @@ def load_plugin_config(mkdocs_yml: str | Path = "mkdocs.yml") -> tuple[WorklogCo
     which its paths are relative. A missing file gives the defaults.
 
     Raises:
-        PluginError: the file is not valid YAML or an option is invalid, named.
+        PluginError: the file is not valid YAML, an option is invalid, or a path option leads
+            outside the folder of ``mkdocs.yml`` (:func:`check_config`), named.
     """
     path = Path(mkdocs_yml)
     root = path.parent.resolve()
     options: dict = {}
     if path.exists():
-        try:
-            data = yaml.load(path.read_text(encoding="utf-8"), Loader=_TolerantLoader) or {}
-        except yaml.YAMLError as exc:
-            raise PluginError(f"{path}: invalid YAML: {exc}") from exc
+        data = read_mkdocs_yml(path)
         for item in data.get("plugins") or []:
             if isinstance(item, dict) and "worklog" in item:
                 options = item["worklog"] or {}
@@ -91,4 +170,5 @@ def load_plugin_config(mkdocs_yml: str | Path = "mkdocs.yml") -> tuple[WorklogCo
     if errors:
         msg = "; ".join(f"'{key}': {err}" for key, err in errors)
         raise PluginError(f"{path}: invalid 'worklog' plugin options: {msg}")
+    check_config(cfg, root, path)
     return cfg, root

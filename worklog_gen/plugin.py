@@ -1,4 +1,4 @@
-"""The ``worklog`` MkDocs plugin: a thin adapter over :mod:`worklog_gen.generate`.
+"""The ``worklog`` MkDocs plugin: a thin adapter over :mod:`worklog_gen.site.generate`.
 
 On a plain ``mkdocs build`` (or ``properdocs build``) it makes the site's files once
 (``on_files``): the worklog pages, the topic pages and the Kernels page, their images,
@@ -20,15 +20,16 @@ from mkdocs.plugins import BasePlugin, event_priority, get_plugin_logger
 from mkdocs.structure.files import File, Files, InclusionLevel, file_sort_key
 from mkdocs.utils import get_build_datetime, get_relative_url, nest_paths
 
-from worklog_gen.config import WorklogConfig
-from worklog_gen.feed import feed_src
-from worklog_gen.generate import GeneratedSite, check_topic_ids, generate, with_sections
+from worklog_gen.config import WorklogConfig, check_config
+from worklog_gen.log import Severity
+from worklog_gen.site.layout import FEED
+from worklog_gen.site.generate import GeneratedSite, generate, with_sections
 
 log = get_plugin_logger(__name__)
 
 
 class WorklogPlugin(BasePlugin[WorklogConfig]):
-    """Hands the files of :func:`worklog_gen.generate.generate` to MkDocs and puts its
+    """Hands the files of :func:`worklog_gen.site.generate.generate` to MkDocs and puts its
     sections in the nav."""
 
     generated: dict[str, str | bytes]
@@ -45,7 +46,7 @@ class WorklogPlugin(BasePlugin[WorklogConfig]):
             config.markdown_extensions.append("footnotes")
         if not {"fenced_code", "pymdownx.superfences"} & set(config.markdown_extensions):
             config.markdown_extensions.append("fenced_code")
-        check_topic_ids(self.config, config.config_file_path)
+        check_config(self.config, self.root, config.config_file_path)
         return config
 
     # Before other plugins' on_files (default priority 0), so that they see the pages.
@@ -55,7 +56,7 @@ class WorklogPlugin(BasePlugin[WorklogConfig]):
                         site_author=config.site_author, use_directory_urls=config.use_directory_urls,
                         build_date=get_build_datetime().date())
         for message in site.messages:
-            (log.warning if message.level == "warning" else log.info)(message.text)
+            (log.warning if message.level is Severity.WARNING else log.info)(message.text)
         in_nav = self._nav(config, files, site)
         self.generated = site.files
         for src, content in site.files.items():
@@ -84,7 +85,7 @@ class WorklogPlugin(BasePlugin[WorklogConfig]):
         """Advertise the feed in every page's ``<head>`` (feed readers look there)."""
         if not self.config.feed:
             return output
-        href = get_relative_url(feed_src(self.config), page.url)
+        href = get_relative_url(FEED, page.url)
         title = html.escape(config.site_name)
         tag = f'<link rel="alternate" type="application/atom+xml" title="{title}" href="{href}">'
         return output.replace("</head>", tag + "</head>", 1)

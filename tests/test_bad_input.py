@@ -1,0 +1,261 @@
+"""Real logs through a strict build, ``check --fix``, and input meant to break or abuse the tool.
+
+The folder ``tests/fixtures/real_logs`` holds one log of each kind the README lists, with the
+defects real exports have: a T-minus export with mojibake, backwards links and CRLF line ends;
+a progress log whose headings name no year (the plugin's ``year`` is set); dated fragment
+notes with an empty day; a Hugo post bundle with its image.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import os
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from worklog_gen.cli import main
+from worklog_gen.log import DiagnosticCode, load, parse
+from worklog_gen.log import fix as fixer
+from worklog_gen.log.files import MAX_FILE_BYTES, MAX_NESTING
+
+FIXTURE = Path(__file__).parent / "fixtures" / "real_logs"
+CONFIG = {
+    "site_name": "Real logs",
+    "theme": {"name": "material"},
+    "markdown_extensions": ["tables", "attr_list", "md_in_html", "footnotes", "pymdownx.superfences"],
+    "validation": {"omitted_files": "warn", "absolute_links": "warn", "unrecognized_links": "warn", "anchors": "warn"},
+    "plugins": ["search", {"worklog": {"year": 2025}}],
+}
+SECRET = "do-not-publish-3f9c"
+
+
+def project(tmp_path: Path, plugin: dict | None = None) -> Path:
+    root = tmp_path / "project"
+    shutil.copytree(FIXTURE, root / "worklog")
+    (root / "docs").mkdir()
+    (root / "docs" / "index.md").write_text("# Home\n", encoding="utf-8")
+    config = dict(CONFIG, plugins=["search", {"worklog": {"year": 2025, **(plugin or {})}}])
+    (root / "mkdocs.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return root
+
+
+def mkdocs_build(root: Path, strict: bool = True) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "mkdocs", "build", *(["--strict"] if strict else []), "-f", str(root / "mkdocs.yml")]
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1", SOURCE_DATE_EPOCH="1764000000")
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=root)
+
+
+def check(root: Path, *args: str):
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        return CliRunner().invoke(main, ["check", *args])
+    finally:
+        os.chdir(cwd)
+
+
+def test_real_logs_pass_a_strict_build_after_check_fix(tmp_path):
+    root = project(tmp_path)
+    damaged = root / "worklog" / "tminus-export.md"
+    lines_before = damaged.read_bytes().count(b"\n")
+
+    first = check(root)
+    assert first.exit_code == 0, first.output
+    assert "warning: mojibake repaired" in first.output and "warning: backwards link repaired" in first.output
+    assert "Notes (style and habits" in first.output
+    failed = mkdocs_build(root)
+    assert failed.returncode == 1 and "Aborted with 5 warnings in strict mode" in failed.stdout
+
+    fixed = check(root, "--fix")
+    assert fixed.exit_code == 0, fixed.output
+    assert "+Read [Making Deep Learning Go Brrrr From First Principles](https://horace.io/brrr_intro.html)" in fixed.output
+    assert damaged.read_bytes().count(b"\n") == lines_before  # every line kept
+    assert b"\r" not in damaged.read_bytes() and "Memory-\ufb03cient" in damaged.read_text(encoding="utf-8")
+
+    again = check(root)
+    assert again.exit_code == 0 and ": warning: " not in again.output
+    notes = [line for line in again.output.splitlines() if ": info: " in line]
+    assert {line.split(": info: ")[0] for line in notes} == {
+        "worklog/notes.md:10", "worklog/progress.md:9", "worklog/progress.md:15", "worklog/progress.md:23",
+        "worklog/tminus-export.md:15"}
+    built = mkdocs_build(root)
+    assert built.returncode == 0, built.stdout
+    assert "info: Day 22 again" in built.stdout  # the notes are still listed, at INFO
+    post = (root / "site/worklog/2025-01-05-warp-shuffles-without-shared-memory/index.html").read_text()
+    assert "tree.svg" in post and "The butterfly" in post
+
+
+def test_check_diff_writes_nothing_and_json_carries_severity_and_code(tmp_path):
+    root = project(tmp_path)
+    before = (root / "worklog" / "tminus-export.md").read_bytes()
+    result = check(root, "--diff")
+    assert result.exit_code == 0 and "--- a/worklog/tminus-export.md" in result.output
+    assert (root / "worklog" / "tminus-export.md").read_bytes() == before
+    data = json.loads(check(root, "--json").stdout)
+    assert data["summary"] == {"error": 0, "warning": 5, "info": 6}
+    codes = {(d["severity"], d["code"]) for d in data["diagnostics"]}
+    assert ("warning", "mojibake") in codes and ("info", "day-number") in codes and ("info", "line-ends") in codes
+
+
+def test_fix_never_touches_a_file_it_cannot_repair_losslessly(tmp_path):
+    log = tmp_path / "log.md"
+    log.write_text("12/09/25 (T - 154)\nE\u00ef\u00ac\u0192cient\n", encoding="utf-8")
+    link = tmp_path / "link.md"
+    link.symlink_to(log)
+    loaded = load(link)
+    (fix,) = fixer.plan(loaded)
+    assert fix.refused == "a symbolic link: fix the file it points to"
+    with pytest.raises(ValueError, match="not fixed"):
+        fixer.apply(fix)
+    assert log.read_text(encoding="utf-8") == "12/09/25 (T - 154)\nE\u00ef\u00ac\u0192cient\n"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from([
+    "Read [https://arxiv.org/abs/2307.08691](FlashAttention-2: Faster Attention)",
+    "E\u00ef\u00ac\u0192cient kernels, bandwidth-bound",
+    "https://triton-lang.org/main/index.html",
+    "- Timed the reduction -> Tmr",
+    "```", "", "plain notes on num_warps", "12/11/25 (T - 152)",
+]), max_size=12), st.booleans())
+def test_fix_keeps_every_line_and_leaves_no_repair(tmp_path, body, crlf):
+    path = tmp_path / "log.md"
+    text = "\n".join(["12/09/25 (T - 154)", *body, ""])
+    path.write_bytes(text.replace("\n", "\r\n" if crlf else "\n").encode("utf-8"))
+    lines = path.read_bytes().count(b"\n")
+    log = load(path)
+    for f in fixer.plan(log):
+        assert not f.refused, f.refused
+        fixer.apply(f)
+    assert path.read_bytes().count(b"\n") == lines
+    assert not [d for d in load(path).diagnostics if d.code.repair]
+
+
+def test_a_post_never_publishes_a_file_from_outside_the_log(tmp_path):
+    root = project(tmp_path)
+    (tmp_path / "outside-secret.txt").write_text(SECRET, encoding="utf-8")
+    bundle = root / "worklog" / "posts" / "escape"
+    bundle.mkdir()
+    (bundle / "linked.svg").symlink_to(tmp_path / "outside-secret.txt")
+    (bundle / "index.md").write_text(
+        "---\ntitle: Escape attempts\ndate: 2025-01-06\n---\nIntro.\n"
+        '{{< figure src="../../../../outside-secret.txt" caption="Up and out." >}}\n'
+        '{{< figure src="../../../../../../../../etc/passwd" caption="Far up." >}}\n'
+        f'{{{{< figure src="{tmp_path / "outside-secret.txt"}" caption="Absolute." >}}}}\n'
+        '{{< figure src="linked.svg" caption="A link out." >}}\n', encoding="utf-8")
+    result = mkdocs_build(root, strict=False)
+    assert result.returncode == 0, result.stdout
+    refusals = [line for line in result.stdout.splitlines() if "unsafe" in line or "refused" in line]
+    for line in (6, 7, 8, 9):
+        assert any(f"worklog/posts/escape/index.md:{line}: warning: figure image" in r for r in refusals), refusals
+    published = [p for p in (root / "site").rglob("*") if p.is_file()]
+    assert not [p for p in published if SECRET in p.read_bytes().decode("utf-8", "replace")]
+    assert not [p for p in published if b"root:x:0:0" in p.read_bytes()]
+    page = (root / "site/worklog/2025-01-06-escape-attempts/index.html").read_text()
+    for caption in ("Up and out.", "Far up.", "Absolute.", "A link out."):
+        assert caption in page  # the caption stays, without the file
+    assert mkdocs_build(root).returncode == 1  # each refusal is a warning
+
+
+def test_a_log_file_linked_from_outside_the_folder_is_refused(tmp_path):
+    root = project(tmp_path)
+    (tmp_path / "elsewhere.md").write_text(f"2025-02-01\n{SECRET}\n", encoding="utf-8")
+    (root / "worklog" / "borrowed.md").symlink_to(tmp_path / "elsewhere.md")
+    log = load(root / "worklog", relative_to=root)
+    (refused,) = [d for d in log.diagnostics if d.code is DiagnosticCode.UNSAFE_PATH]
+    assert refused.path == "worklog/borrowed.md" and refused.severity == "warning"
+    assert not [e for e in log.entries if SECRET in e.body]
+
+
+@pytest.mark.parametrize("option, value", [("worklog_dir", "../elsewhere"), ("freeze_dir", "/tmp"),
+                                           ("topics", [{"id": "x", "title": "X", "notebook": "../x.py"}])])
+def test_config_paths_stay_inside_the_project(tmp_path, option, value):
+    root = project(tmp_path, plugin={option: value})
+    result = mkdocs_build(root, strict=False)
+    assert result.returncode == 1
+    assert "leads outside" in result.stdout and "mkdocs.yml" in result.stdout
+    status = CliRunner().invoke(main, ["status", "-f", str(root / "mkdocs.yml")])
+    assert status.exit_code == 1 and "leads outside" in status.output
+
+
+def test_generate_out_never_replaces_a_folder_it_did_not_write(tmp_path):
+    root = project(tmp_path)
+    config = str(root / "mkdocs.yml")
+    for out in (root, root / "docs" / ".."):  # the project's own docs/ would be replaced
+        result = CliRunner().invoke(main, ["generate", "--out", str(out), "-f", config])
+        assert result.exit_code == 1 and "holds the project" in result.output
+    assert (root / "docs" / "index.md").read_text() == "# Home\n"
+    mine = tmp_path / "mine"
+    (mine / "docs").mkdir(parents=True)
+    (mine / "docs" / "keep.md").write_text("mine\n")
+    result = CliRunner().invoke(main, ["generate", "--out", str(mine), "-f", config])
+    assert result.exit_code == 1 and "did not write" in result.output and (mine / "docs" / "keep.md").exists()
+    out = tmp_path / "generated"
+    for _ in range(2):  # its own output it replaces
+        result = CliRunner().invoke(main, ["generate", "--out", str(out), "-f", config])
+        assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("front_matter, expected", [
+    ("- a list\n- of tags", "front matter is not a mapping"),
+    ("just a sentence", "front matter is not a mapping"),
+    ("a: &x [1, 2]\nb: *x", "an alias (*x) is not allowed"),
+    ("title: !!python/object/apply:os.system [echo owned]", "could not determine a constructor"),
+    ("title: [unclosed", "front matter is not valid YAML"),
+])
+def test_bad_front_matter_is_an_error_at_its_line(front_matter, expected):
+    log = parse(f"---\n{front_matter}\n---\nBody.\n", "posts/2025-01-05-x.md")
+    (d,) = [d for d in log.diagnostics if d.code is DiagnosticCode.FRONT_MATTER]
+    assert d.severity == "error" and expected in d.message and d.path == "posts/2025-01-05-x.md" and d.line >= 2
+
+
+def test_files_that_are_not_text_too_large_or_too_deep_are_refused(tmp_path):
+    folder = tmp_path / "log"
+    folder.mkdir()
+    (folder / "good.md").write_text("2025-01-13\nshared memory banks\n", encoding="utf-8")
+    (folder / "binary.md").write_bytes(b"2025-01-14\nPNG\x00\x00\x1a\n")
+    (folder / "huge.md").write_bytes(b"2025-01-15\n" + b"x" * (MAX_FILE_BYTES + 1))
+    deep = "\n".join("  " * i + "- nested" for i in range(MAX_NESTING + 8))
+    (folder / "deep.md").write_text(f"2025-01-16\n{deep}\n", encoding="utf-8")
+    log = load(folder)
+    refused = {Path(d.path).name: (d.line, d.code) for d in log.diagnostics if d.code is DiagnosticCode.FILE_REFUSED}
+    assert refused == {"binary.md": (2, DiagnosticCode.FILE_REFUSED), "huge.md": (1, DiagnosticCode.FILE_REFUSED),
+                       "deep.md": (MAX_NESTING + 2, DiagnosticCode.FILE_REFUSED)}
+    assert [e.date.isoformat() for e in log.entries] == ["2025-01-13"]
+    for name in ("binary.md", "huge.md", "deep.md"):
+        (folder / "good.md").unlink(missing_ok=True)
+    nothing = load(folder)
+    assert [d.severity for d in nothing.diagnostics if d.code is DiagnosticCode.NO_ENTRIES] == ["error"]
+
+
+def test_markup_in_titles_and_tags_is_text_everywhere(tmp_path):
+    root = project(tmp_path)
+    hostile = "</title></script><script>alert(1)</script> ]]> & <b>"
+    (root / "worklog" / "posts" / "hostile.md").write_text(
+        f"---\ntitle: '{hostile}'\ndate: 2025-01-07\ntags: ['{hostile}']\n---\n"
+        f"Quoted: `{hostile}`.\n",  # outside code, an entry's raw HTML is markdown's, passed as written
+        encoding="utf-8")
+    result = mkdocs_build(root, strict=False)
+    assert result.returncode == 0, result.stdout
+    site = root / "site"
+    for page in site.rglob("*.html"):  # <title> holds text only (RCDATA) until </title>: nothing may close it
+        text = page.read_text(encoding="utf-8")
+        assert len(re.findall(r"</title>", text, re.IGNORECASE)) <= 1, page
+        assert "<script>alert(1)" not in re.sub(r"<title>.*?</title>", "", text, flags=re.S | re.I), page
+    feed = ET.fromstring((site / "feed.xml").read_bytes())
+    titles = [e.text for e in feed.iter("{http://www.w3.org/2005/Atom}title")]
+    assert any(hostile in (t or "") for t in titles)
+    for data in [*site.rglob("*.json")]:
+        json.loads(data.read_text(encoding="utf-8"))
+    index = json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))
+    assert not [d for d in index["docs"] if "<script>alert(1)" in d["title"] + d["text"]]

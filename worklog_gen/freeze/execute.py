@@ -1,0 +1,301 @@
+"""Execute topic notebooks with nbclient and freeze their results into the store.
+
+A topic notebook (jupytext percent format, ``notebooks/<stem>.py``) runs once on a
+GPU box; on success its executed notebook, output files and provenance record
+replace its entry in the freeze store (:mod:`worklog_gen.freeze.store`); on failure the
+attempt is recorded beside the entry. ``worklog-gen execute`` calls
+:func:`execute_cli`.
+
+Runs on a GPU box that has nbclient and ipykernel: nothing heavy is imported at
+module level, and torch and triton are never imported in this process (versions
+and GPU facts come from a subprocess).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from worklog_gen import __version__
+from worklog_gen.freeze.record import CellTiming, FailureRecord, FreezeRecord, Headline, NotebookState, RunMode
+from worklog_gen.freeze.source_hash import SourceHash, read_notebook, source_hash
+from worklog_gen.freeze.store import (
+    cell_lines,
+    entry_dir,
+    failure_path,
+    notebook_state,
+    relative_path,
+    store_path,
+    write_entry,
+    write_failure,
+)
+from worklog_gen.kit.notebook import HEADLINE_FILE, NOTEBOOK_ENV, OUTPUT_ENV, interpret_mode
+
+_INFO_SCRIPT = "import json; from worklog_gen.kit.measure import gpu_info; print(json.dumps(gpu_info()))"
+
+
+def _python_path(root: Path) -> str:
+    # root first (``import worklog_gen`` from the repository), then this package's
+    # parent so that a notebook outside the repository still finds worklog_gen
+    parts = [str(root), str(Path(__file__).resolve().parent.parent)]
+    if os.environ.get("PYTHONPATH"):
+        parts.append(os.environ["PYTHONPATH"])
+    return os.pathsep.join(dict.fromkeys(parts))
+
+
+@functools.lru_cache(maxsize=4)
+def environment(root: str) -> dict:
+    """GPU and versions of the Python that runs the kernel (``sys.executable``), from
+    :func:`worklog_gen.kit.measure.gpu_info` in a subprocess, so that this process never
+    imports torch. Keys as ``gpu_info``; pieces that cannot be found are ``None``.
+    Never raises: without the subprocess's answer, only Python's version is known."""
+    import platform
+
+    env = dict(os.environ, PYTHONPATH=_python_path(Path(root)))
+    try:
+        out = subprocess.run([sys.executable, "-c", _INFO_SCRIPT], cwd=root, env=env, capture_output=True,
+                             text=True, timeout=300, check=True).stdout
+        info = json.loads(out.strip().splitlines()[-1])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        info = {}
+    info.setdefault("python", platform.python_version())
+    return info
+
+
+def _strip_ansi(text: str) -> str:
+    try:
+        from nbconvert.filters import strip_ansi
+    except ImportError:  # a GPU box with nbclient but without nbconvert: same pattern as nbconvert's
+        import re
+
+        return re.sub(r"\x1b\[(.*?)([@-~])|\x1b\](.*?)\x07", "", text)
+    return strip_ansi(text)
+
+
+@dataclass
+class ExecutionResult:
+    """What :func:`execute_notebook` did: on success ``entry`` (the store entry written) and
+    ``record``; on failure ``failure`` (also in ``<stem>.failed.json``)."""
+
+    path: str
+    ok: bool
+    source_hash: str
+    entry: Path | None = None
+    record: FreezeRecord | None = None
+    failure: FailureRecord | None = None
+    nb: Any = None
+
+
+def _kernel_env(root: Path, out_dir: Path, stem: str, extra_env: dict | None) -> dict:
+    env = dict(os.environ)
+    env.pop("MPLBACKEND", None)  # let ipykernel's inline backend put figures in the outputs
+    env.update({OUTPUT_ENV: str(out_dir), NOTEBOOK_ENV: stem, "PYTHONPATH": _python_path(root)})
+    env.update(extra_env or {})
+    return env
+
+
+def _run_cells(nb, root: Path, env: dict, *, timeout: int, kernel_name: str, label: str, progress: bool):
+    """Execute ``nb`` in place; return ``(seconds per cell index, failure or None)``."""
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+    from tqdm.auto import tqdm
+    from traitlets.config import Config
+
+    total = sum(1 for c in nb.cells if c.cell_type == "code" and c.source.strip())
+    bar = tqdm(total=total, desc=label, unit="cell", disable=not progress, file=sys.stderr)
+    started: dict[int, float] = {}
+    seconds: dict[int, float] = {}
+    state: dict[str, Any] = {"index": None, "reply": None}
+
+    def on_cell_execute(cell, cell_index):
+        state["index"] = cell_index
+        started[cell_index] = time.perf_counter()
+
+    def on_cell_executed(cell, cell_index, execute_reply):
+        seconds[cell_index] = time.perf_counter() - started[cell_index]
+        bar.update(1)
+
+    def on_cell_error(cell, cell_index, execute_reply):
+        state["reply"] = execute_reply.get("content", {})
+
+    failure = None
+    # The kernel talks to this process over IPC sockets (jupyter_client's documented
+    # ``transport="ipc"``) rather than loopback TCP: nothing is exposed on a port, and
+    # ipykernel >= 7.3 then has no "running over TCP without encryption" warning to print.
+    # The socket path must be absolute: kernel and client resolve it from different folders.
+    sockets = tempfile.TemporaryDirectory(prefix="wlg-")
+    ipc = Config({"KernelManager": {"transport": "ipc", "ip": os.path.join(sockets.name, "kernel")}})
+    client = NotebookClient(nb, config=ipc, timeout=timeout, kernel_name=kernel_name,
+                            resources={"metadata": {"path": str(root)}},
+                            on_cell_execute=on_cell_execute, on_cell_executed=on_cell_executed,
+                            on_cell_error=on_cell_error)
+    try:
+        client.execute(env=env, cwd=str(root))
+    except CellExecutionError:
+        reply = state["reply"] or {}
+        failure = {"ename": reply.get("ename", "Error"), "evalue": reply.get("evalue", ""),
+                   "traceback": [_strip_ansi(t) for t in reply.get("traceback", [])]}
+    except CellTimeoutError as exc:
+        failure = {"ename": "CellTimeoutError", "evalue": f"cell ran past the {timeout} s timeout",
+                   "traceback": [str(exc)]}
+    except DeadKernelError as exc:
+        failure = {"ename": "DeadKernelError", "evalue": "the kernel died", "traceback": [str(exc)]}
+    finally:
+        bar.close()
+        sockets.cleanup()
+    if failure is not None:
+        failure["cell_index"] = state["index"]
+    return seconds, failure
+
+
+def _utc_now() -> str:
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def _say(message: str) -> None:
+    from tqdm.auto import tqdm
+
+    tqdm.write(message, file=sys.stderr)
+
+
+def _report_failure(failure: FailureRecord, entry: str, had_entry: bool) -> None:
+    where = f"{failure.notebook}:{failure.line}" if failure.line else failure.notebook
+    kept = f"the previous frozen result in {entry}/ is kept" if had_entry else "nothing was frozen"
+    rule = "-" * 72
+    _say(f"{where}: cell {failure.cell_index} failed: {failure.ename}: {failure.evalue}\n"
+         f"{rule}\n{failure.cell_source or '(no cell)'}\n{rule}\n" + "\n".join(failure.traceback)
+         + f"\n{rule}\n{failure.notebook}: {kept}")
+
+
+def _record(rel: str, hashed: SourceHash, info: dict, mode: RunMode, out_dir: Path, *, executed_at: str,
+            kernel_name: str, wall: float, seconds: dict[int, float], lines: dict[int, int]) -> FreezeRecord:
+    """The :class:`FreezeRecord` of a successful run (``info`` from :func:`environment`)."""
+    headline_path = out_dir / HEADLINE_FILE
+    figures = json.loads(headline_path.read_text()) if headline_path.is_file() else {}
+    return FreezeRecord(
+        notebook=rel, source_hash=hashed.hexdigest, hashes=hashed.parts, hashed_files=list(hashed.files),
+        executed_at=executed_at, mode=mode, gpu=info.get("device"),
+        **{k: info.get(k) for k in ("driver", "cuda", "sm_count", "memory_gib", "compute_capability",
+                                    "torch", "triton", "python")},
+        worklog_gen=__version__, kernel=kernel_name, wall_seconds=round(wall, 3),
+        cells=[CellTiming(i, lines.get(i), round(s, 3)) for i, s in sorted(seconds.items())],
+        headline={name: Headline.from_json(fig) for name, fig in figures.items()},
+        data_files=sorted(p.relative_to(out_dir).as_posix() for p in out_dir.rglob("*") if p.is_file()),
+    )
+
+
+def execute_notebook(notebook: str | Path, root: str | Path, store_dir: str | Path, *, timeout: int = 1800,
+                     kernel_name: str = "python3", extra_env: dict | None = None,
+                     progress: bool = True) -> ExecutionResult:
+    """Execute one notebook and, if every cell succeeds, freeze it into ``store_dir``.
+
+    The notebook (absolute or relative to ``root``) is read with jupytext and run by
+    nbclient in a ``kernel_name`` kernel whose cwd is ``root`` and whose PYTHONPATH
+    starts with ``root``; ``WORKLOG_GEN_OUTPUT`` points at a fresh temporary folder
+    and ``WORKLOG_GEN_NOTEBOOK`` is the stem. ``timeout`` is per cell, in seconds;
+    ``extra_env`` is added to the kernel's environment. A tqdm bar counts cells.
+
+    On success the entry ``<store_dir>/<stem>/`` is replaced (:func:`write_entry`) and its
+    ``record.json`` holds a :class:`~worklog_gen.freeze.record.FreezeRecord`: the source hash
+    and its parts, the GPU, driver and versions, the date, the mode (``gpu``; ``interpret``
+    under ``TRITON_INTERPRET=1``; ``cpu`` with no GPU found), per-cell wall times, the
+    notebook's headline figures and the data files it wrote.
+
+    On a failing cell the notebook stops, the cell's source and traceback are printed,
+    ``<stem>.failed.json`` records a :class:`~worklog_gen.freeze.record.FailureRecord`, and the
+    previous entry is left untouched.
+
+    Raises:
+        FileNotFoundError, ValueError: the notebook cannot be read.
+        jupyter_client.kernelspec.NoSuchKernel: no kernel named ``kernel_name``.
+    """
+    root = Path(root).resolve()
+    store = Path(store_dir)
+    path = Path(notebook) if Path(notebook).is_absolute() else root / notebook
+    rel = relative_path(path, root)
+    hashed = source_hash(path, root)
+    nb = read_notebook(path)
+    out_dir = Path(tempfile.mkdtemp(prefix=f"worklog-gen-{path.stem}-"))
+    try:
+        env = _kernel_env(root, out_dir, path.stem, extra_env)
+        executed_at = _utc_now()
+        t0 = time.perf_counter()
+        seconds, error = _run_cells(nb, root, env, timeout=timeout, kernel_name=kernel_name,
+                                    label=rel, progress=progress)
+        wall = time.perf_counter() - t0
+        lines = cell_lines(path, nb)
+        if error is not None:
+            index = error.pop("cell_index")
+            failure = FailureRecord(notebook=rel, source_hash=hashed.hexdigest, failed_at=executed_at, **error,
+                                    cell_index=index, line=lines.get(index),
+                                    cell_source=nb.cells[index].source if index is not None else None)
+            had_entry = entry_dir(store, path).is_dir()
+            write_failure(store, path, failure)
+            _report_failure(failure, relative_path(entry_dir(store, path), root), had_entry)
+            return ExecutionResult(rel, False, hashed.hexdigest, failure=failure, nb=nb)
+        info = environment(str(root))
+        mode: RunMode = "interpret" if interpret_mode(env) else ("gpu" if info.get("device") else "cpu")
+        record = _record(rel, hashed, info, mode, out_dir, executed_at=executed_at, kernel_name=kernel_name,
+                         wall=wall, seconds=seconds, lines=lines)
+        entry = write_entry(store, path.stem, nb, out_dir, record)
+        failure_path(store, path).unlink(missing_ok=True)
+        return ExecutionResult(rel, True, hashed.hexdigest, entry=entry, record=record, nb=nb)
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
+
+
+def execute_cli(cfg, root: str | Path, notebooks: list[Path], *, force: bool = False, timeout: int = 1800,
+                kernel_name: str = "python3") -> bool:
+    """``worklog-gen execute``: run the stale, missing or failed notebooks among
+    ``notebooks`` (every configured topic notebook when empty; all of them with
+    ``force``) and freeze each one that succeeds into ``cfg.freeze_dir``.
+
+    Prints one line per notebook, and the cell and traceback of a failure. Returns
+    ``True`` when every notebook that ran succeeded (and none was unreadable).
+    """
+    root = Path(root).resolve()
+    store = store_path(root, cfg.freeze_dir)
+    paths = [Path(p).resolve() for p in notebooks] or [root / t.notebook for t in cfg.topics if t.notebook]
+    if not paths:
+        _say("no topic notebooks configured (plugins: worklog: topics: ... notebook:)")
+        return True
+    stems: dict[str, Path] = {}
+    for p in paths:
+        if p.stem in stems and stems[p.stem] != p:
+            _say(f"error: {stems[p.stem]} and {p} would share the store entry {store / p.stem}")
+            return False
+        stems[p.stem] = p
+    ok = True
+    for path in dict.fromkeys(paths):
+        rel = relative_path(path, root)
+        try:
+            st = notebook_state(path, root, store)
+            if not st.source_exists:
+                _say(f"error: {rel}: notebook not found")
+                ok = False
+                continue
+            if st.state is NotebookState.FRESH and not force:
+                _say(f"{rel}: fresh, skipped (--force runs it anyway)")
+                continue
+            _say(f"{rel}: {st.state}, executing")
+            result = execute_notebook(path, root, store, timeout=timeout, kernel_name=kernel_name)
+        except Exception as exc:  # unreadable notebook, missing kernel: report it, go on with the rest
+            _say(f"error: {rel}: {type(exc).__name__}: {exc}")
+            ok = False
+            continue
+        if result.ok:
+            record = result.record
+            _say(f"{rel}: frozen into {relative_path(result.entry, root)}/ "
+                 f"({record.wall_seconds:.1f} s, {record.device_label})")
+        ok = ok and result.ok
+    return ok

@@ -1,0 +1,192 @@
+"""The typed records of the freeze store: what a run left behind, and where a notebook stands.
+
+``record.json`` (:class:`FreezeRecord`) is written once per successful run by
+:mod:`worklog_gen.freeze.execute`; ``<stem>.failed.json`` (:class:`FailureRecord`) by a failed
+one. Both are read back by :mod:`worklog_gen.freeze.store` and the page renderer, always through
+these classes, so that the schema lives here and nowhere else. As jupyter-cache keeps its
+``CacheBundleIn`` and ``ExecutorRunResult``, these are plain dataclasses with ``to_json`` and
+``from_json``; unknown keys are ignored on reading, so an older record still loads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+RunMode = Literal["gpu", "interpret", "cpu"]
+"""What ran the kernels: a GPU; the CPU under ``TRITON_INTERPRET=1``; the CPU with no GPU found."""
+RUN_MODES: tuple[RunMode, ...] = ("gpu", "interpret", "cpu")
+
+
+class NotebookState(str, enum.Enum):
+    """Where a notebook stands against its store entry (see :func:`worklog_gen.freeze.store.notebook_state`)."""
+
+    FRESH = "fresh"
+    """The entry's source hash equals the current one."""
+    STALE = "stale"
+    """It differs: a code cell or a kit module the notebook imports changed."""
+    MISSING = "missing"
+    """No entry, or no source file."""
+    FAILED = "failed"
+    """The last run of the current source failed (an older entry may still be there)."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Headline:
+    """A headline figure of a notebook (:func:`worklog_gen.kit.notebook.headline`)."""
+
+    value: float
+    unit: str = ""
+    """``x`` for a ratio, ``TFLOP/s``, ``GB/s``, ``fraction``."""
+    description: str = ""
+    """One line saying how it was measured."""
+
+    @classmethod
+    def from_json(cls, data: Any) -> Headline:
+        """From ``{"value", "unit", "description"}`` or a bare number."""
+        if isinstance(data, dict):
+            return cls(float(data["value"]), str(data.get("unit", "")), str(data.get("description", "")))
+        return cls(float(data))
+
+
+@dataclass(frozen=True)
+class CellTiming:
+    """Wall time of one code cell: its index among the notebook's cells, the 1-based line
+    where its source starts in the ``.py`` file, and seconds."""
+
+    index: int
+    line: int | None
+    seconds: float
+
+
+@dataclass(frozen=True)
+class SourceHashes:
+    """The parts of a source hash, so that a stale result can say what changed:
+    one hash per non-empty code cell, in order, and one per ``worklog_gen`` module the
+    notebook imports (path relative to the package's parent, ``worklog_gen/kit/measure.py``)."""
+
+    cells: tuple[str, ...] = ()
+    modules: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def module_hashes(self) -> dict[str, str]:
+        return dict(self.modules)
+
+    def to_json(self) -> dict:
+        return {"cells": list(self.cells), "modules": dict(self.modules)}
+
+    @classmethod
+    def from_json(cls, data: Any) -> SourceHashes:
+        return cls(tuple(data.get("cells", ())), tuple(sorted(dict(data.get("modules", {})).items())))
+
+
+@dataclass
+class FreezeRecord:
+    """``record.json``: the provenance and results of one successful run.
+
+    Versions and GPU facts are ``None`` when they could not be found (no GPU, no nvidia-smi).
+    ``hashes`` is ``None`` in records written before per-file hashes (source hash v1).
+    """
+
+    notebook: str
+    """The notebook's path relative to the project root (``notebooks/vector_add.py``)."""
+    source_hash: str
+    """sha256 hex digest of :func:`worklog_gen.freeze.source_hash.source_hash`."""
+    executed_at: str
+    """ISO 8601, UTC, to the second (``2026-11-24T12:27:49Z``)."""
+    mode: RunMode
+    hashes: SourceHashes | None = None
+    hashed_files: list[str] = field(default_factory=list)
+    """The ``worklog_gen`` modules the hash covers."""
+    gpu: str | None = None
+    driver: str | None = None
+    cuda: str | None = None
+    sm_count: int | None = None
+    memory_gib: float | None = None
+    compute_capability: str | None = None
+    torch: str | None = None
+    triton: str | None = None
+    python: str | None = None
+    worklog_gen: str | None = None
+    """The package version that ran it (provenance only: it is not part of the hash)."""
+    kernel: str = "python3"
+    wall_seconds: float = 0.0
+    cells: list[CellTiming] = field(default_factory=list)
+    headline: dict[str, Headline] = field(default_factory=dict)
+    data_files: list[str] = field(default_factory=list)
+    """Files the run wrote to ``data/`` (relative paths)."""
+
+    @property
+    def device_label(self) -> str:
+        """What ran the kernels, in words: the GPU's name, or that it was the CPU."""
+        if self.mode == "interpret":
+            return "CPU (TRITON_INTERPRET=1)"
+        if self.mode == "cpu" or not self.gpu:
+            return "CPU (no GPU)"
+        return self.gpu
+
+    def to_json(self) -> dict:
+        data = dataclasses.asdict(self)
+        data["hashes"] = self.hashes.to_json() if self.hashes is not None else None
+        data["headline"] = {name: dataclasses.asdict(h) for name, h in self.headline.items()}
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict, where: str = "record.json") -> FreezeRecord:
+        """Read a record; ``where`` names the file in errors.
+
+        Raises:
+            ValueError: a required key is missing or a value has the wrong type, naming ``where``.
+        """
+        try:
+            known = {f.name for f in dataclasses.fields(cls)}
+            kwargs = {k: v for k, v in data.items() if k in known}
+            if kwargs.get("mode") not in RUN_MODES:
+                raise ValueError(f"mode {kwargs.get('mode')!r} is not one of {', '.join(RUN_MODES)}")
+            hashes = kwargs.get("hashes")
+            kwargs["hashes"] = SourceHashes.from_json(hashes) if isinstance(hashes, dict) else None
+            kwargs["cells"] = [CellTiming(int(c["index"]), c.get("line"), float(c["seconds"]))
+                               for c in kwargs.get("cells") or []]
+            kwargs["headline"] = {str(k): Headline.from_json(v) for k, v in (kwargs.get("headline") or {}).items()}
+            return cls(**kwargs)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"{where}: not a freeze record: {type(exc).__name__}: {exc}") from exc
+
+
+@dataclass
+class FailureRecord:
+    """``<stem>.failed.json``: the last failed run of a notebook."""
+
+    notebook: str
+    source_hash: str
+    failed_at: str
+    """ISO 8601, UTC."""
+    ename: str
+    evalue: str
+    cell_index: int | None = None
+    """Index of the failing cell among the notebook's cells (``None``: before any cell ran)."""
+    line: int | None = None
+    """1-based line in the ``.py`` file where the failing cell starts."""
+    traceback: list[str] = field(default_factory=list)
+    cell_source: str | None = None
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict, where: str = "failed.json") -> FailureRecord:
+        """Raises: ValueError naming ``where`` when a required key is missing."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        try:
+            return cls(**{k: v for k, v in data.items() if k in known})
+        except TypeError as exc:
+            raise ValueError(f"{where}: not a failure record: {exc}") from exc
+
+    def summary(self) -> str:
+        """``cell 7, line 143: RuntimeError: ...``."""
+        return f"cell {self.cell_index}, line {self.line}: {self.ename}: {self.evalue}"

@@ -1,0 +1,245 @@
+"""The source hash of a topic notebook: what a frozen result depends on.
+
+**The contract.** A frozen result is stale exactly when something that can change what the
+notebook computes has changed:
+
+- its **code cells**, and
+- the **code of the ``worklog_gen`` modules it imports** (the kit, :mod:`worklog_gen.kit`), followed
+  through their own imports.
+
+Each is hashed as a normalised syntax tree (:func:`code_fingerprint`): comments, docstrings,
+blank lines and formatting are left out, and so are markdown cells, cell metadata (the fold
+tags of a page) and the package version. The package's own ``__init__.py`` (its version and
+public names) is not hashed: it runs nothing a notebook's result depends on. So rewording a
+docstring, adding a comment, retagging a cell or releasing a new version keeps results fresh;
+changing a statement, in a cell or in a kit module, stales exactly the notebooks that run it.
+jupyter-cache hashes a normalised notebook the same way; Quarto's freeze hashes the file.
+
+Each part has its own hash (:class:`~worklog_gen.freeze.record.SourceHashes`), so a stale result
+can say which cells or modules changed (:func:`explain_change`).
+
+Nothing heavy is imported at module level (jupytext only when a notebook is read); torch and
+triton are never imported.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from worklog_gen.freeze.record import SourceHashes
+
+PACKAGE = "worklog_gen"
+HASH_VERSION = b"worklog-gen source hash v2\n"
+"""Bumped when what is hashed changes: every result then needs one re-run."""
+UNHASHED = frozenset({f"{PACKAGE}/__init__.py"})
+"""Imported modules left out of the hash (see the module docstring)."""
+
+
+def read_notebook(path: str | Path):
+    """Read a jupytext percent-format notebook into an ``nbformat`` v4 notebook.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        ValueError: jupytext cannot read it, with the file named.
+    """
+    import jupytext
+
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    try:
+        return jupytext.reads(text, fmt="py:percent")
+    except Exception as exc:  # jupytext raises several types; name the file
+        raise ValueError(f"{path}: not a readable jupytext percent notebook: {exc}") from exc
+
+
+def normalise_source(source: str) -> str:
+    """A cell's source as compared when its code is not Python: trailing whitespace stripped from
+    every line, leading and trailing blank lines dropped, ``\\n`` line ends."""
+    lines = [line.rstrip() for line in source.replace("\r\n", "\n").split("\n")]
+    return "\n".join(lines).strip("\n")
+
+
+def code_cells(nb) -> list:
+    """The non-empty code cells of ``nb``, in order: the cells the hash covers."""
+    return [c for c in nb.cells if c.cell_type == "code" and normalise_source(c.source)]
+
+
+def _parse(source: str) -> ast.Module | None:
+    # IPython magics and shell escapes (``%matplotlib``, ``!nvidia-smi``) are not Python: blanked
+    lines = ["" if line.lstrip().startswith(("%", "!")) else line for line in source.split("\n")]
+    try:
+        return ast.parse("\n".join(lines))
+    except SyntaxError:
+        return None
+
+
+def _without_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+def code_fingerprint(source: str) -> str:
+    """sha256 of ``source``'s code: its syntax tree without docstrings, positions or comments
+    (``ast.dump`` without attributes), with IPython magic lines kept as text beside it. Source
+    that is not Python (a ``%%bash`` cell) is hashed as :func:`normalise_source` text."""
+    tree = _parse(source)
+    if tree is None:
+        payload = "text\0" + normalise_source(source)
+    else:
+        magics = [line.strip() for line in source.split("\n") if line.lstrip().startswith(("%", "!"))]
+        payload = "ast\0" + ast.dump(_without_docstrings(tree), include_attributes=False) + "\0" + "\n".join(magics)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def package_dir(root: str | Path) -> Path:
+    """The ``worklog_gen`` package a notebook run from ``root`` imports: the one in
+    ``root`` when there is one (the repository), otherwise the installed one."""
+    local = Path(root) / PACKAGE
+    if (local / "__init__.py").is_file():
+        return local.resolve()
+    return Path(__file__).resolve().parent.parent
+
+
+def _imported_names(tree: ast.AST, package: str | None) -> set[str]:
+    """Dotted names that ``tree`` imports from ``worklog_gen`` (``from a import b`` gives
+    both ``a`` and ``a.b``: b may be a module or an attribute). ``package`` resolves
+    relative imports."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                if package is None:
+                    continue
+                parts = package.split(".")
+                keep = len(parts) - (node.level - 1)
+                if keep <= 0:
+                    continue
+                base = ".".join(parts[:keep] + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            names.add(base)
+            names.update(f"{base}.{a.name}" for a in node.names if a.name != "*")
+    return {n for n in names if n == PACKAGE or n.startswith(PACKAGE + ".")}
+
+
+def _module_file(name: str, pkg_dir: Path) -> Path | None:
+    rel = Path(*name.split(".")[1:]) if "." in name else Path()
+    for candidate in (pkg_dir / rel / "__init__.py", pkg_dir / rel.with_suffix(".py") if rel.parts else None):
+        if candidate is not None and candidate.is_file():
+            return candidate
+    return None
+
+
+def imported_modules(sources: list[str], pkg_dir: Path) -> list[Path]:
+    """Files of the ``worklog_gen`` modules that ``sources`` (code cells) import, found
+    with ``ast``, transitively through those modules' own ``worklog_gen`` imports
+    (absolute and relative, at any depth in the file), with the ``__init__.py`` of
+    every package on the way. Sorted; empty when nothing from ``worklog_gen`` is used."""
+    todo: set[str] = set()
+    for source in sources:
+        tree = _parse(source)
+        if tree is not None:
+            todo |= _imported_names(tree, None)
+    seen: set[str] = set()
+    files: set[Path] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        parts = name.split(".")
+        todo.update(".".join(parts[:i]) for i in range(1, len(parts)))  # parent packages run too
+        path = _module_file(name, pkg_dir)
+        if path is None:
+            continue  # an attribute (``from worklog_gen.kit.notebook import headline``), not a module
+        files.add(path)
+        is_package = path.name == "__init__.py"
+        package = name if is_package else ".".join(parts[:-1]) or None
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        todo |= _imported_names(tree, package) - seen
+    return sorted(files)
+
+
+@dataclass(frozen=True)
+class SourceHash:
+    """The source hash of a notebook (``hexdigest``) and its parts (``parts``)."""
+
+    hexdigest: str
+    parts: SourceHashes
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """The hashed ``worklog_gen`` files, relative to the package's parent."""
+        return tuple(path for path, _ in self.parts.modules)
+
+
+def source_hash(notebook: str | Path, root: str | Path) -> SourceHash:
+    """sha256 over :data:`HASH_VERSION`, the :func:`code_fingerprint` of each non-empty code
+    cell of ``notebook`` in order, and that of each ``worklog_gen`` module they import
+    (:func:`imported_modules`, without :data:`UNHASHED`), by path. See the module docstring.
+
+    Raises:
+        FileNotFoundError: ``notebook`` does not exist.
+        ValueError: jupytext cannot read it.
+    """
+    sources = [c.source for c in code_cells(read_notebook(notebook))]
+    pkg = package_dir(root)
+    cells = tuple(code_fingerprint(s) for s in sources)
+    modules = []
+    for path in imported_modules(sources, pkg):
+        rel = path.relative_to(pkg.parent).as_posix()
+        if rel not in UNHASHED:
+            modules.append((rel, code_fingerprint(path.read_text(encoding="utf-8"))))
+    digest = hashlib.sha256(HASH_VERSION)
+    for h in cells:
+        digest.update(b"cell\0" + h.encode() + b"\0")
+    for rel, h in modules:
+        digest.update(b"module\0" + rel.encode() + b"\0" + h.encode() + b"\0")
+    return SourceHash(digest.hexdigest(), SourceHashes(cells, tuple(modules)))
+
+
+def explain_change(recorded: SourceHashes | None, current: SourceHashes, cell_lines: list[int | None]) -> list[str]:
+    """Why a result is stale, one reason per line: the code cells changed, added or removed
+    (cells compared in order, as :mod:`difflib` aligns them; lines from ``cell_lines``, the
+    1-based line of each current code cell in the ``.py``), and each imported module changed,
+    newly imported or no longer imported. ``recorded`` ``None``: the record predates per-file
+    hashes."""
+    if recorded is None:
+        return ["the frozen record has no per-file hashes (written before source hash v2)"]
+    reasons = []
+
+    def where(j: int) -> str:
+        line = cell_lines[j] if j < len(cell_lines) else None
+        return f"code cell {j + 1}" + (f" (line {line})" if line else "")
+
+    matcher = difflib.SequenceMatcher(a=recorded.cells, b=current.cells, autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal":
+            continue
+        if op in ("replace", "insert"):
+            verb = "changed" if op == "replace" else "added"
+            reasons += [f"{where(j)} {verb}" for j in range(j1, j2)]
+            if op == "replace" and i2 - i1 > j2 - j1:
+                reasons.append(f"{i2 - i1 - (j2 - j1)} code cell(s) removed there")
+        else:
+            reasons.append(f"{i2 - i1} code cell(s) removed after " + (where(j1 - 1) if j1 else "the start"))
+    before, now = recorded.module_hashes, current.module_hashes
+    for rel in sorted(before.keys() | now.keys()):
+        if rel not in now:
+            reasons.append(f"module {rel} no longer imported")
+        elif rel not in before:
+            reasons.append(f"module {rel} newly imported")
+        elif before[rel] != now[rel]:
+            reasons.append(f"module {rel} changed")
+    return reasons or ["the hash scheme changed"]

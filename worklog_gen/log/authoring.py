@@ -1,0 +1,75 @@
+"""Add an entry to a worklog: append a header line in the log's own style.
+
+The one place that writes to the author's files; everything else only reads them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from worklog_gen.log.shapes import HeaderStyle, format_header, header_style
+from worklog_gen.log.model import DateOrder
+from worklog_gen.log.parse import load
+
+
+def append_entry(path: str | Path, date: dt.date, *, date_order: DateOrder = "auto") -> tuple[Path, str]:
+    """Append the header line of a new entry for ``date`` to the log at ``path``.
+
+    The countdown is ``target_date - date`` in days (the log's :attr:`~worklog_gen.log.model.Worklog.target_date`),
+    written in the style of the file's last header (2- or 4-digit year, month/day
+    order, spacing). ``path`` is a log file, or a folder: then the file holding the
+    newest entry. In a folder of one-entry files (no header lines), a new file
+    ``<date>.md`` holding the header line is written next to the newest one. A blank
+    line separates the header from the text before it; the file's line ends (LF or
+    CRLF) are kept and nothing before the end of the file is rewritten.
+
+    Returns the file written and the header line.
+
+    Raises:
+        ValueError: ``date`` already has an entry, is before the newest entry, no
+            target date is known (no countdown, no front matter ``target``), or
+            ``path`` is a folder without entries.
+        FileNotFoundError: ``path`` does not exist.
+    """
+    path = Path(path)
+    log = load(path, date_order=date_order)
+    for e in log.entries:
+        if e.date == date:
+            raise ValueError(f"{e.source}: {date} already has an entry")
+    if log.target_date is None:
+        raise ValueError(f"{path}: no target date known: no entry has a countdown")
+    newest = log.entries[-1] if log.entries else None
+    if newest is not None and date < newest.date:
+        raise ValueError(
+            f"{date} is before the newest entry {newest.date} ({newest.source}); add it by hand where it belongs"
+        )
+    countdown = (log.target_date - date).days
+    if path.is_file():
+        file = path
+    elif newest is not None:
+        file = Path(newest.path)
+    else:
+        raise ValueError(f"{path}: no entry yet to find the log file by; name the file")
+    in_file = [e for f in log.files if f.path == str(file) for e in f.entries if e.header]
+    style = header_style(in_file[-1].header, log.date_order) if in_file else HeaderStyle(order=log.date_order)
+    header = format_header(date, countdown, style=style)
+    if newest is not None and not newest.header and not path.is_file():
+        file = file.parent / f"{date.isoformat()}.md"
+        if file.exists():
+            raise ValueError(f"{file}: already exists")
+        file.write_text(header + "\n", encoding="utf-8")
+        return file, header
+    data = file.read_bytes()
+    try:
+        data.decode("utf-8")
+        encoding = "utf-8"
+    except UnicodeDecodeError:
+        encoding = "cp1252"
+    nl = b"\r\n" if b"\r\n" in data else b"\n"
+    body = data.rstrip(b"\r\n")
+    trailing = data[len(body) :].replace(b"\r\n", b"\n").replace(b"\r", b"\n").count(b"\n")
+    prefix = b"" if not body.strip() else nl * max(0, 2 - trailing)
+    with file.open("ab") as fh:
+        fh.write(prefix + header.encode(encoding, errors="replace") + nl)
+    return file, header

@@ -1,0 +1,127 @@
+"""The author's files: which ones make the log, and which are refused before they are read.
+
+A worklog is a file or a folder of ``*.md`` files (hidden files and folders left out). Before
+a file is parsed it must be a text file the site can render in reasonable time, inside the
+worklog folder; otherwise it is *refused*: a warning names it and says why, and the site leaves
+it out (the file itself is untouched). The limits, and why:
+
+- :data:`MAX_FILE_BYTES`: a decade of daily entries is a few megabytes; a 50 MB log took over a
+  minute and half a gigabyte to generate;
+- NUL bytes: not a text file (an image or an archive named ``.md``);
+- :data:`MAX_NESTING` lists or quotes inside each other: Python-Markdown, which MkDocs renders
+  with, takes time that grows with the square of the depth (0.3 s for 200 levels on 200 kB;
+  a 5,000-deep file kept a build busy for over 10 CPU-minutes);
+- a symbolic link that leads outside the worklog folder (:mod:`worklog_gen.paths`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from markdown_it import MarkdownIt
+
+from worklog_gen.log import repair
+from worklog_gen.log.diagnostics import Diagnostic, DiagnosticCode
+from worklog_gen.paths import is_inside
+
+MAX_FILE_BYTES = 16 * 2**20
+"""The largest worklog file read, 16 MiB."""
+MAX_NESTING = 32
+"""The deepest nesting of lists and quotes read."""
+_CONTAINERS = frozenset({"bullet_list_open", "ordered_list_open", "blockquote_open"})
+
+
+def worklog_files(paths: list[str | Path] | str | Path) -> list[Path]:
+    """The ``*.md`` files named by ``paths``: files as given, folders searched
+    recursively (sorted, skipping hidden files and folders), each file once.
+
+    Raises:
+        FileNotFoundError: a path does not exist.
+    """
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    found: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found += sorted(
+                q
+                for q in p.rglob("*.md")
+                if q.is_file() and not any(part.startswith(".") for part in q.relative_to(p).parts)
+            )
+        elif p.is_file():
+            found.append(p)
+        else:
+            raise FileNotFoundError(f"{p}: no such file or folder")
+    seen: set[Path] = set()
+    unique = []
+    for q in found:
+        key = q.resolve()
+        if key not in seen:
+            seen.add(key)
+            unique.append(q)
+    return unique
+
+
+def display_name(path: Path, root: str | Path | None) -> str:
+    """``path`` relative to ``root`` when it lies below it (as written: a link keeps its own name),
+    else as given."""
+    if root is not None:
+        try:
+            return Path(os.path.abspath(path)).relative_to(os.path.abspath(root)).as_posix()
+        except ValueError:
+            pass
+    return str(path)
+
+
+def nesting(text: str) -> tuple[int, int]:
+    """The deepest nesting of lists and block quotes in ``text`` (markdown-it-py's block parse)
+    and the 1-based line where it first passes :data:`MAX_NESTING` (else where it is reached);
+    ``(0, 0)`` without any. A quick look at the lines
+    first: only text with a line indented :data:`MAX_NESTING` columns or more, or quoted as
+    deep, is parsed."""
+    if not any(len(line) - len(line.lstrip(" \t>")) >= MAX_NESTING for line in text.split("\n")):
+        return 0, 0
+    md = MarkdownIt("commonmark", {"maxNesting": 4 * MAX_NESTING + 8}).disable(["inline"], ignoreInvalid=True)
+    depth, deepest, where = 0, 0, 0
+    for token in md.parse(text):
+        if token.type in _CONTAINERS:
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest <= MAX_NESTING + 1:
+                    where = token.map[0] + 1 if token.map else 0
+        elif token.type.replace("_close", "_open") in _CONTAINERS and token.nesting == -1:
+            depth -= 1
+    return deepest, where
+
+
+def read_log_file(path: Path, name: str, folder: Path | None) -> tuple[str | None, list[Diagnostic]]:
+    """The text of one worklog file (decoded, :func:`worklog_gen.log.repair.decode_bytes`) and the
+    diagnostics of reading it; ``None`` and a warning naming the file when it is refused (see
+    the module docstring). ``folder`` is the worklog folder the file must stay in (``None``: a
+    file named on its own).
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    if folder is not None and not is_inside(path, folder):
+        msg = f"a link to {path.resolve()}, outside the worklog folder {folder}: refused, left out of the site"
+        return None, [Diagnostic(name, 1, msg, DiagnosticCode.UNSAFE_PATH)]
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        msg = (f"{size / 2**20:.1f} MiB, more than the {MAX_FILE_BYTES // 2**20} MiB a worklog file may be: "
+               "refused, left out of the site (split it into several files)")
+        return None, [Diagnostic(name, 1, msg, DiagnosticCode.FILE_REFUSED)]
+    data = path.read_bytes()
+    if b"\0" in data:
+        line = data.count(b"\n", 0, data.index(b"\0")) + 1
+        msg = "holds NUL bytes: not a text file; refused, left out of the site"
+        return None, [Diagnostic(name, line, msg, DiagnosticCode.FILE_REFUSED)]
+    text, diagnostics = repair.decode_bytes(data, name)
+    depth, line = nesting(text)
+    if depth > MAX_NESTING:
+        msg = (f"lists or quotes nested {depth} deep (at most {MAX_NESTING}): Python-Markdown, which renders the "
+               "site, would take minutes on it; refused, left out of the site")
+        return None, [Diagnostic(name, line, msg, DiagnosticCode.FILE_REFUSED)]
+    return text, diagnostics

@@ -1,0 +1,114 @@
+"""``worklog-gen check --fix``: the parser's repairs, written back into the author's files.
+
+The parser repairs damaged text as it reads it (:mod:`worklog_gen.log.repair`: mojibake,
+backwards links, CRLF line ends and a byte-order mark, bytes that are not UTF-8) and reports
+each repair (:data:`~worklog_gen.log.diagnostics.REPAIRS`; a bare URL it links is kept as written). :func:`plan` turns them into one :class:`FileFix` per damaged file:
+the file as it is, and as the parser read it (:meth:`worklog_gen.log.model.SourceFile.reassemble`).
+:func:`apply` writes it, as ruff and eslint do with ``--fix``, atomically (a temporary file in
+the same folder, then one rename), in UTF-8 with LF line ends.
+
+A fix is written only when it is lossless: the same number of lines, changed only on the lines
+a repair names (line ends, a byte-order mark and the encoding aside). A file that does not pass,
+or that is a symbolic link, is never touched; its :attr:`FileFix.refused` says why.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from worklog_gen.log.diagnostics import Diagnostic, DiagnosticCode
+from worklog_gen.log.model import Worklog
+from worklog_gen.log.repair import decode_bytes
+
+LINE_REPAIRS = frozenset({DiagnosticCode.MOJIBAKE, DiagnosticCode.BACKWARDS_LINK})
+"""Repairs that change the text of the line they name."""
+FILE_REPAIRS = frozenset({DiagnosticCode.LINE_ENDS, DiagnosticCode.ENCODING})
+"""Repairs of the whole file's bytes (line ends, byte-order mark, encoding), not of its text."""
+
+
+@dataclass
+class FileFix:
+    """The repairs of one file: ``before`` is its text as decoded (original line ends kept),
+    ``after`` the repaired text; ``refused`` is non-empty when it must not be written."""
+
+    path: Path
+    name: str
+    before: str
+    after: str
+    repairs: list[Diagnostic] = field(default_factory=list)
+    refused: str = ""
+
+    def diff(self) -> str:
+        """A unified diff of the fix (``a/<name>`` to ``b/<name>``); line-end-only changes show as
+        the changed lines without their ``\\r``."""
+        before = self.before.replace("\r\n", "\n").replace("\r", "\n").removeprefix("\ufeff")
+        lines = difflib.unified_diff(before.splitlines(keepends=True), self.after.splitlines(keepends=True),
+                                     f"a/{self.name}", f"b/{self.name}")
+        text = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+        notes = [f"# {self.name}: {d.message}" for d in self.repairs if d.code in FILE_REPAIRS]
+        return "\n".join(notes) + ("\n" if notes else "") + text
+
+
+def _lines(text: str) -> list[str]:
+    """Lines as CommonMark counts them: LF, CRLF and a lone CR end a line."""
+    return text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def plan(log: Worklog) -> list[FileFix]:
+    """One :class:`FileFix` per file of ``log`` (read by :func:`worklog_gen.log.parse.load`) that a
+    repair changed; each file is read again, as it is on disk now.
+
+    Raises:
+        OSError: a file cannot be read.
+    """
+    fixes = []
+    for src in log.files:
+        repairs = [d for d in log.diagnostics if d.path == src.path and d.code.repair]
+        if not repairs or src.file is None:
+            continue
+        path = src.file
+        before, _ = decode_bytes(path.read_bytes(), src.path)
+        old, new = _lines(before), src.reassemble().split("\n")
+        named = {d.line for d in repairs if d.code in LINE_REPAIRS}
+        for d in log.diagnostics:  # a bare URL stays as the author wrote it (only the page links it)
+            if d.path == src.path and d.code is DiagnosticCode.BARE_URL and d.line not in named and d.line <= len(old):
+                new[d.line - 1] = old[d.line - 1]
+        after = "\n".join(new)
+        fix = FileFix(path, src.path, before, after, repairs)
+        changed = {i + 1 for i, (a, b) in enumerate(zip(old, new)) if a != b}
+        if path.is_symlink():
+            fix.refused = "a symbolic link: fix the file it points to"
+        elif len(old) != len(new):
+            fix.refused = f"the repaired text has {len(new)} lines, the file {len(old)}"
+        elif changed - named:
+            fix.refused = f"line(s) {', '.join(map(str, sorted(changed - named)))} would change without a repair naming them"
+        fixes.append(fix)
+    return fixes
+
+
+def apply(fix: FileFix) -> None:
+    """Write ``fix.after`` over ``fix.path`` atomically, keeping the file's permissions.
+
+    Raises:
+        ValueError: the fix is refused (:attr:`FileFix.refused`).
+        OSError: the folder cannot be written; the file is then left as it was.
+    """
+    if fix.refused:
+        raise ValueError(f"{fix.name}: not fixed: {fix.refused}")
+    folder = fix.path.parent
+    fd, tmp = tempfile.mkstemp(prefix=f".{fix.path.name}.", suffix=".fix", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(fix.after)
+            fh.flush()
+            os.fsync(fh.fileno())
+        shutil.copymode(fix.path, tmp)
+        os.replace(tmp, fix.path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,177 @@
+"""Front matter of a worklog file: where it is, its YAML, and what the parser reads
+from it.
+
+Recognised forms: ``---`` ... ``---`` (or ``...``) at the top of the file, and the
+HTML comment forms that Jekyll/al-folio exports leave, ``<!-- ---`` ... ``--- -->``
+and ``<!--``/``---`` ... ``---``/``-->``. Keys the parser reads: ``target_date`` or
+``target`` (the log's target date, YYYY-MM-DD), and in a one-entry file without
+header lines ``date`` and ``countdown``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from pathlib import Path
+
+import yaml
+from dateutil import parser as dateparser
+
+from worklog_gen.log.diagnostics import Diagnostic, DiagnosticCode
+
+_FM_COMMENT_OPEN = re.compile(r"^<!--[ \t]*(?:---[ \t]*)?$")
+_FM_COMMENT_CLOSE = re.compile(r"^(?:---[ \t]*)?-->[ \t]*$")
+_ISO_STEM = re.compile(r"^(\d{4}-\d{2}-\d{2})")
+
+class _FrontMatterLoader(yaml.SafeLoader):
+    """PyYAML's safe loader (no Python objects from tags such as ``!!python/object``) without
+    aliases: ``*name`` can make a few lines expand to billions of values ("billion laughs"), and
+    front matter never needs one."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(None, None, f"an alias (*{event.anchor}) is not allowed in front "
+                                              "matter", event.start_mark)
+        return super().compose_node(parent, index)
+
+
+Span = tuple[int, int, int]
+"""``(end, yaml_start, yaml_end)``: see :func:`front_matter_span`."""
+
+
+def front_matter_span(lines: list[str]) -> Span:
+    """``(end, yaml_start, yaml_end)`` of the front matter in ``lines``; ``(0, 0, 0)`` if none.
+
+    ``end`` is the number of front matter lines; ``lines[yaml_start:yaml_end]`` is
+    the YAML. Recognises ``---``/``---`` (or ``...``) at the top, and the HTML
+    comment forms ``<!-- ---`` ... ``--- -->`` and ``<!--``/``---`` ... ``---``/``-->``.
+    """
+    if not lines:
+        return 0, 0, 0
+    first = lines[0].rstrip(" \t")
+    if first == "---":
+        for i in range(1, len(lines)):
+            if lines[i].rstrip(" \t") in ("---", "..."):
+                return i + 1, 1, i
+        return 0, 0, 0
+    if not _FM_COMMENT_OPEN.match(first):
+        return 0, 0, 0
+    yaml_start = 1
+    if not first.rstrip().endswith("---"):
+        if len(lines) < 2 or lines[1].rstrip(" \t") != "---":
+            return 0, 0, 0
+        yaml_start = 2
+    for i in range(yaml_start, len(lines)):
+        line = lines[i].rstrip(" \t")
+        if _FM_COMMENT_CLOSE.match(line) and line.startswith("---"):
+            return i + 1, yaml_start, i
+        if line == "---" and i + 1 < len(lines) and _FM_COMMENT_CLOSE.match(lines[i + 1].rstrip(" \t")):
+            return i + 2, yaml_start, i
+        if "-->" in line:
+            break
+    return 0, 0, 0
+
+
+def read_front_matter(lines: list[str], span: Span, path: str) -> tuple[dict, list[Diagnostic]]:
+    """The YAML mapping of the front matter at ``span`` in ``lines`` of the file ``path``.
+
+    ``{}`` without front matter or when it is empty. Invalid YAML, or YAML that is not
+    a mapping, gives ``{}`` and an error naming the line. Never raises on content.
+    """
+    end, a, b = span
+    if not end:
+        return {}, []
+    try:
+        data = yaml.load("\n".join(lines[a:b]), Loader=_FrontMatterLoader) if b > a else None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = a + (mark.line if mark else 0) + 1
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        return {}, [Diagnostic(path, line, f"front matter is not valid YAML: {problem}", DiagnosticCode.FRONT_MATTER)]
+    if data is None:
+        return {}, []
+    if not isinstance(data, dict):
+        msg = "front matter is not a mapping of keys to values"
+        return {}, [Diagnostic(path, a + 1, msg, DiagnosticCode.FRONT_MATTER)]
+    return data, []
+
+
+def _key_line(lines: list[str], a: int, b: int, key: str) -> int | None:
+    """1-based line of ``key:`` in ``lines[a:b]``, if any."""
+    for i in range(a, b):
+        if re.match(rf"^{key}\s*:", lines[i]):
+            return i + 1
+    return None
+
+
+def per_file_date(
+    lines: list[str], span: Span, path: str, fm: dict, order: str
+) -> tuple[dt.date | None, int | None, list[Diagnostic]]:
+    """Date and countdown of a one-entry file without header lines: the front matter's
+    ``date`` (``fm``, read from ``span`` of ``lines``), else an ISO date starting the
+    file name of ``path``; the countdown from ``countdown``. ``None`` date if neither
+    gives one. Bad values are errors naming their line. Never raises on content.
+    """
+    diagnostics = []
+    date = None
+    if "date" in fm:
+        value = fm["date"]
+        if isinstance(value, dt.datetime):
+            date = value.date()
+        elif isinstance(value, dt.date):
+            date = value
+        else:
+            try:
+                date = dateparser.isoparse(str(value)).date()
+            except ValueError:
+                try:
+                    date = dateparser.parse(str(value), dayfirst=order == "dmy").date()
+                except (ValueError, OverflowError):
+                    line = _key_line(lines, span[1], span[2], "date") or max(span[1], 1)
+                    msg = f"front matter date {value!r} is not a date"
+                    diagnostics.append(Diagnostic(path, line, msg, DiagnosticCode.INVALID_DATE))
+    if date is None:
+        m = _ISO_STEM.match(Path(path).name)
+        if m:
+            try:
+                date = dt.date.fromisoformat(m[1])
+            except ValueError:
+                msg = f"file name date {m[1]} is not a date"
+                diagnostics.append(Diagnostic(path, 1, msg, DiagnosticCode.INVALID_DATE))
+    countdown = None
+    if date is not None and "countdown" in fm:
+        value = fm["countdown"]
+        if isinstance(value, int) and not isinstance(value, bool):
+            countdown = value
+        elif isinstance(value, str) and re.fullmatch(r"[ \t]*[-+]?\d+[ \t]*", value):
+            countdown = int(value)
+        else:
+            line = _key_line(lines, span[1], span[2], "countdown") or max(span[1], 1)
+            msg = f"front matter countdown {value!r} is not a whole number"
+            diagnostics.append(Diagnostic(path, line, msg, DiagnosticCode.FRONT_MATTER))
+    return date, countdown, diagnostics
+
+
+def front_matter_target(fm: dict, fm_text: str, path: str) -> tuple[dt.date | None, list[Diagnostic]]:
+    """The target date that the front matter ``fm`` (whose text is ``fm_text``, in the
+    file ``path``) gives: ``target_date:`` or ``target:``, a date or YYYY-MM-DD text.
+    A value that is not a date is an error naming its line. Never raises on content.
+    """
+    diagnostics = []
+    for key in ("target_date", "target"):
+        if key not in fm:
+            continue
+        value = fm[key]
+        if isinstance(value, dt.datetime):
+            return value.date(), diagnostics
+        if isinstance(value, dt.date):
+            return value, diagnostics
+        try:
+            return dateparser.isoparse(str(value)).date(), diagnostics
+        except ValueError:
+            lines = fm_text.split("\n")
+            line = _key_line(lines, 0, len(lines), key) or 1
+            msg = f"front matter {key} {value!r} is not a date (YYYY-MM-DD)"
+            diagnostics.append(Diagnostic(path, line, msg, DiagnosticCode.FRONT_MATTER))
+    return None, diagnostics

@@ -1,0 +1,139 @@
+"""Find the links, the prose and the code of an entry body with markdown-it-py.
+
+Each entry body is read as a markdown document of its own (CommonMark, plus GFM
+tables and strikethrough), in one markdown-it-py parse, and everything below is read
+from its tokens:
+
+**Links** are inline links, reference links (definitions from the same entry), and
+autolinks (``<https://…>``, titled with the URL). Links in code spans and code
+blocks are not links; nor are links with an empty target. Each occurrence counts,
+with its exact source line. URLs are kept as written (not percent-encoded).
+
+**Prose** is the text markdown-it-py finds in paragraphs, headings, lists, quotes and
+tables, including link text; its words are counted with
+:func:`worklog_gen.log.words.count_words`. Code spans, code blocks, HTML, autolinks and
+markdown syntax are not prose.
+
+**Code lines** (fenced and indented code blocks, HTML blocks) are reported so that
+:mod:`worklog_gen.log.tasks` skips them.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from worklog_gen.log.model import Link
+from worklog_gen.log.words import count_words
+
+_CODE_TOKENS = frozenset({"fence", "code_block", "html_block"})
+
+
+class Scan(NamedTuple):
+    """What :func:`scan` finds in one entry body."""
+
+    links: list[Link]
+    """Links, sorted by source line."""
+    words: int
+    """Words of the prose (see the module docstring)."""
+    code_lines: set[int]
+    """0-based indices, within the body, of the lines inside code blocks or HTML blocks."""
+
+
+def scan(body: str, first_line: int) -> Scan:
+    """Links, words and code lines of one entry ``body`` whose first line is line
+    ``first_line`` (1-based) of its file. Never raises on content."""
+    code_lines: set[int] = set()
+    prose: list[str] = []
+    links: list[Link] = []
+    for tok in _markdown().parse(body, {}):
+        if tok.type in _CODE_TOKENS and tok.map:
+            code_lines.update(range(*tok.map))
+        elif tok.type == "inline" and tok.map:
+            text, found = _inline(tok.children or [], tok.content, first_line + tok.map[0])
+            prose.append(text)
+            links += found
+    links.sort(key=lambda link: link.line)
+    return Scan(links, count_words("\n".join(prose)), code_lines)
+
+
+def _inline(children: list[Token], content: str, first_line: int) -> tuple[str, list[Link]]:
+    """The prose (text whose words count) and the links of one block's inline tokens
+    ``children``, parsed from ``content`` whose first line is ``first_line`` (1-based)."""
+    pieces: list[str] = []
+    found: list[Link] = []
+    title: list[str] | None = None
+    link_open = None
+    autolink = False
+    for child in children:
+        kind = child.type
+        if kind == "link_open":
+            link_open, title, autolink = child, [], child.markup == "autolink"
+            pieces.append(" ")
+        elif kind == "link_close":
+            href = link_open.attrGet("href") if link_open is not None else None
+            if href:
+                pos = link_open.meta.get("src_pos", 0)
+                line = first_line + content.count("\n", 0, pos)
+                found.append(Link(" ".join("".join(title).split()), str(href), line))
+            link_open, title, autolink = None, None, False
+            pieces.append(" ")
+        elif kind in ("text", "text_special"):
+            if title is not None:
+                title.append(child.content)
+            if not autolink:
+                pieces.append(child.content)
+        elif kind in ("softbreak", "hardbreak"):
+            if title is not None:
+                title.append(" ")
+            pieces.append("\n")
+        elif kind in ("code_inline", "image"):
+            if title is not None:
+                title.append(child.content)
+            pieces.append(" ")
+        elif kind == "html_inline":
+            pieces.append(" ")
+    return "".join(pieces), found
+
+
+_MD: MarkdownIt | None = None
+
+
+def _markdown() -> MarkdownIt:
+    """The shared parser: CommonMark plus tables and strikethrough, links kept as
+    written, each link recording where it starts in its block's inline source
+    (``meta["src_pos"]``), so that a link in a paragraph of several lines gets its line."""
+    global _MD
+    if _MD is None:
+        md = MarkdownIt("commonmark").enable(["table", "strikethrough"]).disable("text_join")
+        md.normalizeLink = lambda url: url  # keep the author's URL, not a percent-encoded one
+        md.normalizeLinkText = lambda url: url
+        for name in ("link", "autolink"):
+            md.inline.ruler.at(name, _positioned(_rule(md.inline.ruler, name)))
+        _MD = md
+    return _MD
+
+
+def _rule(ruler, name: str):
+    for rule in ruler.__rules__:
+        if rule.name == name:
+            return rule.fn
+    raise KeyError(name)
+
+
+def _positioned(rule):
+    """Wrap an inline link rule to record where each link starts in the inline source."""
+
+    def wrapped(state, silent):
+        start, n = state.pos, len(state.tokens)
+        ok = rule(state, silent)
+        if ok and not silent:
+            for tok in state.tokens[n:]:
+                if tok.type == "link_open":
+                    tok.meta["src_pos"] = start
+                    break
+        return ok
+
+    return wrapped

@@ -1,0 +1,327 @@
+"""Every file the ``worklog`` plugin adds to a site, made without MkDocs.
+
+:func:`generate` parses the log once and returns the worklog pages, the topic pages, the
+Kernels page, their images and data, the Atom feed and the nav sections, as plain paths
+and contents. Two hand-overs use it and share everything else:
+
+- the MkDocs plugin (:mod:`worklog_gen.plugin`, for MkDocs and ProperDocs) hands the files
+  to MkDocs as generated files and appends the sections to its nav;
+- ``worklog-gen generate`` (:func:`write_site`) writes them into a folder, with a copy of
+  the author's ``docs/``, the nav as YAML and a ``mkdocs.yml`` without the plugin, so that
+  an engine that runs no MkDocs plugins (Zensical) builds the same site.
+
+Problems the author must fix raise ``PluginError`` naming file and line; the parser's
+warnings, stale notebooks and the renderer's warnings are returned as messages.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import posixpath
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from mkdocs.exceptions import PluginError
+
+from worklog_gen.freeze import render
+from worklog_gen.config import UnknownTag, WorklogConfig, read_mkdocs_yml, worklog_folder
+from worklog_gen.paths import inside
+from worklog_gen.site import layout as paths
+from worklog_gen.site.feed import atom_feed
+from worklog_gen.site.kernels import kernels_page
+from worklog_gen.site.layout import Layout
+from worklog_gen.site.old_links import OldSiteLinks
+from worklog_gen.site.pages import SiteContext, home_files, nav_section, topic_page, worklog_pages
+from worklog_gen.site.topics import match_topics
+from worklog_gen.log import Severity, Worklog, load
+
+NAV_FILE = "nav.yml"
+"""Name of the nav fragment :func:`write_site` writes beside ``docs/``."""
+GENERATED_MARK = ".worklog-gen-generated"
+"""The file that marks a ``docs/`` folder as written by :func:`write_site`: only such a folder is replaced."""
+
+
+@dataclass
+class Message:
+    """Something to log: a ``warning`` fails ``--strict``; an ``info`` is a note."""
+
+    level: Severity
+    text: str
+
+
+@dataclass
+class Section:
+    """One nav section: ``{title: items}`` in MkDocs' nav form, and the pages it holds."""
+
+    title: str
+    items: list
+    srcs: set[str]
+
+    def nav(self) -> dict:
+        return {self.title: self.items}
+
+
+@dataclass
+class GeneratedSite:
+    """What :func:`generate` makes.
+
+    ``files`` maps a path relative to the docs folder (``worklog/2025-12-09.md``,
+    ``topics/vector-add/fig-1.png``, ``feed.xml``) to its text (pages) or bytes.
+    """
+
+    files: dict[str, str | bytes] = field(default_factory=dict)
+    sections: list[Section] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
+
+    @property
+    def pages(self) -> dict[str, str]:
+        """The markdown pages of ``files``."""
+        return {src: text for src, text in self.files.items() if src.endswith(".md")}
+
+    def warnings(self) -> list[str]:
+        return [m.text for m in self.messages if m.level is Severity.WARNING]
+
+
+def load_log(cfg: WorklogConfig, root: Path, messages: list[Message], today: dt.date | None = None) -> Worklog:
+    """Parse the configured worklog, naming its files relative to ``root`` (the folder of
+    ``mkdocs.yml``). The parser's warnings and notes are appended to ``messages``.
+
+    Raises:
+        PluginError: the worklog is missing, the parser raised, reported an error
+            diagnostic, or two entries share a date (listed with file:line).
+    """
+    path = root / cfg.worklog_dir
+    if not path.exists():
+        raise PluginError(f"worklog: worklog_dir '{cfg.worklog_dir}' not found next to mkdocs.yml")
+    try:
+        worklog = load(path, date_order=cfg.date_order, year=cfg.year, today=today, relative_to=root)
+    except (ValueError, OSError) as exc:
+        raise PluginError(f"worklog: cannot read {cfg.worklog_dir}: {exc}") from exc
+    # The parser reports everything the author must fix (invalid dates, duplicate days,
+    # ...) as error diagnostics; warnings (repaired damage) fail only --strict.
+    messages += [Message(d.severity, str(d)) for d in worklog.diagnostics if d.severity != "error"]
+    errors = [d for d in worklog.diagnostics if d.severity == "error"]
+    if errors:
+        raise PluginError("worklog: fix the log:\n" + "\n".join(map(str, errors)))
+    return worklog
+
+
+def generate(cfg: WorklogConfig, root: Path, *, site_name: str, site_url: str | None = None,
+             site_author: str | None = None, use_directory_urls: bool = True,
+             build_date: dt.date | None = None) -> GeneratedSite:
+    """Make every page and file of the worklog, its topics and the Kernels page.
+
+    Args:
+        cfg: the ``worklog`` plugin's options.
+        root: the folder of ``mkdocs.yml``; the options' paths are relative to it.
+        site_name, site_url, site_author: ``mkdocs.yml``'s, for the feed.
+        use_directory_urls: ``mkdocs.yml``'s; page links follow it.
+        build_date: "today" for the countdown and streaks (default: today, or MkDocs'
+            ``SOURCE_DATE_EPOCH`` when the caller passes it).
+
+    Returns:
+        The files, the nav sections (worklog, then Kernels or Topics) and the messages.
+
+    Raises:
+        PluginError: the log or a notebook/store file is unreadable or has errors, named.
+    """
+    site = GeneratedSite()
+    worklog = load_log(cfg, root, site.messages, today=build_date)
+    drafts = [e for e in worklog.entries if e.draft]
+    if drafts:  # checked like every entry, but not published
+        worklog = dataclasses.replace(worklog, entries=[e for e in worklog.entries if not e.draft])
+        site.messages.append(Message(Severity.INFO, "worklog: left out of the site, as drafts (draft: true): "
+                                     + ", ".join(e.source for e in drafts)))
+    ctx = SiteContext(
+        layout=Layout(cfg.url_prefix, use_directory_urls),
+        topic_titles={t.id: t.title for t in cfg.topics},
+        entry_topics={e.slug: match_topics(e.body, cfg.topics) for e in worklog.entries},
+        old_links=OldSiteLinks(cfg.old_site_url),
+        build_date=build_date or dt.date.today(),
+        feed=cfg.feed,
+        title=cfg.nav_title,
+        root=root,
+        worklog_dir=worklog_folder(cfg, root),
+    )
+    pages = worklog_pages(worklog, ctx)
+    extra: dict[str, bytes] = home_files(worklog, ctx)
+    extra |= {dest: path.read_bytes() for dest, path in ctx.assets.items()}  # a post's images
+    site.sections.append(Section(cfg.nav_title, nav_section(worklog, ctx), set(pages)))
+    topic_items = _topic_pages(cfg, root, worklog, ctx, pages, extra, site.messages)
+    if topic_items:
+        topic_srcs = {next(iter(item.values())) for item in topic_items}
+        title = "Kernels" if paths.KERNELS_PAGE in topic_srcs else "Topics"
+        site.sections.append(Section(title, topic_items, topic_srcs))
+    if message := ctx.old_links.message():
+        site.messages.append(Message(Severity.INFO, message))
+    if cfg.feed:
+        extra[paths.FEED] = atom_feed(worklog, ctx.layout, title=site_name, site_url=site_url, author=site_author)
+    site.files = {**pages, **extra}
+    return site
+
+
+def _topic_pages(cfg: WorklogConfig, root: Path, worklog: Worklog, ctx: SiteContext, pages: dict,
+                 extra: dict, messages: list[Message]) -> list:
+    """Add topic pages and the Kernels page (with their files) from the freeze store;
+    collect the renderer's warnings. Returns their nav items."""
+    store = root / cfg.freeze_dir
+    items: list = []
+    with_notebook = []
+    for topic in cfg.topics:
+        mentions = [e for e in worklog.entries if topic.id in ctx.entry_topics[e.slug]]
+        body = "*No notebook for this topic yet.*"
+        src = paths.topic_page(topic.id)
+        if topic.notebook:
+            with_notebook.append((topic.id, topic.title, Path(topic.notebook)))
+            try:
+                rendered = render.render_topic(Path(topic.notebook), store, root, files_dir=paths.topic_files(topic.id))
+            except (OSError, ValueError) as exc:  # an unreadable notebook or store file, named
+                raise PluginError(f"worklog: topic '{topic.id}': {exc}") from exc
+            body = rendered.markdown
+            _add_rendered(rendered, posixpath.dirname(src), extra, messages)
+        pages[src] = topic_page(topic.title, body, mentions, ctx, topic.id)
+        items.append({topic.title: src})
+    if with_notebook:
+        try:
+            rendered = kernels_page(with_notebook, store, root)
+        except (OSError, ValueError) as exc:
+            raise PluginError(f"worklog: Kernels page: {exc}") from exc
+        pages[paths.KERNELS_PAGE] = rendered.markdown
+        _add_rendered(rendered, posixpath.dirname(paths.KERNELS_PAGE), extra, messages)
+        items.insert(0, {"Overview": paths.KERNELS_PAGE})
+    return items
+
+
+def _add_rendered(rendered: render.RenderedPage, folder: str, extra: dict, messages: list[Message]) -> None:
+    messages += [Message(Severity.WARNING, w) for w in rendered.warnings]
+    for rel, data in rendered.files.items():
+        extra[posixpath.normpath(posixpath.join(folder, rel))] = data
+
+
+# --- worklog-gen generate ----------------------------------------------------------------
+
+
+def read_config(mkdocs_yml: Path) -> dict:
+    """``mkdocs_yml`` as data for rewriting (:func:`worklog_gen.config.read_mkdocs_yml`).
+
+    Raises:
+        PluginError: not valid YAML, or a tag other than ``!ENV`` (``!!python/name:`` cannot be
+            carried into a plain file), named.
+    """
+    data = read_mkdocs_yml(mkdocs_yml)
+
+    def check(value) -> None:
+        if isinstance(value, UnknownTag):
+            raise PluginError(f"{mkdocs_yml}: cannot carry it over to the generated config: the tag "
+                              f"{value.tag} ({value.value!r}) means something to MkDocs alone")
+        for item in value.values() if isinstance(value, dict) else value if isinstance(value, list) else ():
+            check(item)
+
+    check(data)
+    return data
+
+
+def engine_config(config: dict, docs_dir: str, nav: list) -> dict:
+    """``config`` (a ``mkdocs.yml``'s data) for an engine that runs no MkDocs plugins: the
+    same theme, extensions, assets and scripts, the ``worklog`` plugin removed,
+    ``docs_dir`` set to the generated folder and the whole nav spelled out."""
+    config = dict(config)
+    config["plugins"] = [p for p in config.get("plugins") or []
+                         if not (p == "worklog" or (isinstance(p, dict) and "worklog" in p))]
+    config["docs_dir"] = docs_dir
+    config["nav"] = nav
+    config.pop("site_dir", None)
+    return config
+
+
+def nav_paths(nav) -> list[str]:
+    """Every page path named in a MkDocs ``nav`` value."""
+    if isinstance(nav, str):
+        return [nav]
+    if isinstance(nav, dict):
+        return [p for value in nav.values() for p in nav_paths(value)]
+    if isinstance(nav, list):
+        return [p for item in nav for p in nav_paths(item)]
+    return []
+
+
+def with_sections(nav: list, sections: list[Section]) -> tuple[list, set[str]]:
+    """``nav`` with each section appended, unless ``nav`` already names one of its pages
+    (then the author placed them, and the rest stay out of the nav).
+
+    Returns:
+        The new nav and the generated pages that are in it.
+    """
+    nav = list(nav)
+    named = set(nav_paths(nav))
+    in_nav: set[str] = set()
+    for section in sections:
+        if named & section.srcs:
+            in_nav |= named & section.srcs
+        else:
+            nav.append(section.nav())
+            in_nav |= section.srcs
+    return nav, in_nav
+
+
+def _author_nav(docs: Path) -> list:
+    """The nav MkDocs makes on its own for the author's pages (``nest_paths`` over
+    them in MkDocs' file order)."""
+    from mkdocs.structure.files import File, file_sort_key
+    from mkdocs.utils import nest_paths
+
+    files = [File(p.relative_to(docs).as_posix(), str(docs), "", True) for p in docs.rglob("*.md")]
+    return nest_paths(f.src_uri for f in sorted(files, key=file_sort_key))
+
+
+def write_site(site: GeneratedSite, out: Path, *, docs_dir: Path, mkdocs_yml: Path) -> Path:
+    """Write ``site`` for engines that run no MkDocs plugins.
+
+    ``out/docs/`` gets a copy of ``docs_dir`` with every generated file added,
+    ``out/nav.yml`` the nav fragment (MkDocs' ``nav`` form), and ``out/mkdocs.yml`` the project's
+    configuration as :func:`engine_config` rewrites it. ``out/docs`` is replaced only when an earlier
+    run wrote it (:data:`GENERATED_MARK`), and never when it holds the project or its docs.
+
+    Returns:
+        The path of the written ``mkdocs.yml``.
+
+    Raises:
+        PluginError: ``out/docs`` may not be replaced (see above), a generated file would overwrite a
+            page of ``docs_dir``, or ``mkdocs_yml`` cannot be carried over (:func:`read_config`), named.
+    """
+    target = (out / "docs").resolve()
+    root = mkdocs_yml.resolve().parent
+    if root.is_relative_to(target) or docs_dir.resolve().is_relative_to(target):
+        raise PluginError(f"worklog-gen generate: --out {out} would replace {target}, which holds the project "
+                          "itself; choose a folder outside the project's docs")
+    if target.exists() and not (target / GENERATED_MARK).is_file():
+        raise PluginError(f"worklog-gen generate: {target} holds files worklog-gen did not write (no "
+                          f"{GENERATED_MARK}); it is never replaced: choose another --out, or remove it yourself")
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(docs_dir, target)
+    (target / GENERATED_MARK).write_text("written by worklog-gen generate; replaced whole on each run\n")
+    for src, content in site.files.items():
+        path = inside(src, target)
+        if path.exists():
+            raise PluginError(f"worklog: {docs_dir.name}/{src} clashes with a page the worklog plugin generates")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+    data = read_config(mkdocs_yml)
+    nav, _in_nav = with_sections(data.get("nav") or _author_nav(docs_dir), site.sections)
+    (out / NAV_FILE).write_text(yaml.safe_dump(nav, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    config = engine_config(data, "docs", nav)
+    config_path = out / "mkdocs.yml"
+    config_path.write_text(
+        "# Written by `worklog-gen generate` from the project's mkdocs.yml: the worklog plugin's\n"
+        "# pages are in docs/, so any engine that reads mkdocs.yml builds the site. Do not edit.\n"
+        + yaml.safe_dump(config, sort_keys=False, allow_unicode=True),
+        encoding="utf-8",
+    )
+    return config_path
