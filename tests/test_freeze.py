@@ -202,7 +202,7 @@ def test_a_failing_cell_keeps_the_frozen_result(project):
     store = project / "notebooks" / "_freeze"
     before = snapshot(store)
     path = project / "notebooks/alpha.py"
-    edit(path, "# %%\nfor i in range(300):", "# %%\nraise ValueError('boom from the fixture')\n\n# %%\nfor i in range(300):")
+    edit(path, '# %% tags=["hide-output"]', "# %%\nraise ValueError('boom from the fixture')\n\n# %% tags=[\"hide-output\"]")
 
     result = CliRunner().invoke(main, ["execute", "-f", str(project / "mkdocs.yml")])
     assert result.exit_code == 1

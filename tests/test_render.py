@@ -19,7 +19,9 @@ import pytest
 from worklog_gen.freeze import store as freeze
 from worklog_gen.freeze.execute import execute_notebook
 from worklog_gen.kit.measure import Ceilings
-from worklog_gen.freeze.render import fence, notebook_markdown, render_topic, trim_output
+from worklog_gen.freeze.cells import notebook_markdown, trim_output
+from worklog_gen.freeze.render import render_topic
+from worklog_gen.kit.markdown import fence
 from worklog_gen.site.kernels import kernels_page
 from worklog_gen.kit.roofline import RooflinePoint, save_roofline
 from worklog_gen.freeze.source_hash import source_hash
@@ -68,26 +70,34 @@ def test_images_become_files_and_nothing_is_inlined(executed):
     assert "iVBORw0KGgo" not in page.markdown  # the start of any base64 PNG
 
 
-def test_provenance_box_opens_the_page(executed):
+def test_the_page_opens_with_what_you_learn_and_the_results(executed):
     page = render_topic(ALPHA, STORE, executed, files_dir="alpha")
     rec = record(executed, "alpha")
-    heading, rest = page.markdown.split("\n\n", 1)
-    assert heading == "# Alpha"  # the notebook's own title, then the box
-    assert rest.startswith('!!! info "Frozen result: fresh"\n')
-    box_lines = []
-    for line in rest.split("\n")[1:]:
-        if line and not line.startswith("    "):
-            break
-        box_lines.append(line)
-    box = "\n".join(box_lines)
-    assert "A fixture notebook for the pipeline tests" not in box  # the box ends before the notebook
-    for fact in (rec.source_hash[:12], f"Python {rec.python}", f"torch {rec.torch}",
-                 f"triton {rec.triton}", rec.executed_at[:10], "fresh"):
+    heading, intro, results = page.markdown.split("\n\n")[:3]
+    assert heading == "# Alpha"  # the notebook's own title, then its first cell
+    assert "You will learn" in intro
+    results_at = page.markdown.index("## Results")
+    assert results_at < page.markdown.index("- that plumbing folds") + 200  # right under the bullets
+    table = page.markdown[results_at:].split("\n\n")[1]
+    assert table.split("\n")[2] == "| Sum of the squares below 10 | 285 | ≥ 280, met | arithmetic by hand |"
+    assert f"*Measured on {rec.device_label}, {rec.executed_at[:10]};" in page.markdown
+    # then where the result comes from: a run on the CPU stays open, saying so
+    box = page.markdown[page.markdown.index('!!! info "Frozen result: fresh"'):]
+    box = box.split("\n\n```")[0]
+    for fact in (rec.source_hash[:12], f"Python {rec.python}", rec.executed_at[:10], "fresh"):
         assert fact in box, fact
     assert rec.source_hash[:13] not in box  # the short hash only
     if rec.mode != "gpu":
         assert "CPU" in box and "say nothing about a GPU" in box
     assert page.warnings == []
+
+
+def test_a_missed_goal_says_so(project):
+    edit(project / ALPHA, "goal=280", "goal=300")
+    md = render_topic(ALPHA, STORE, project, files_dir="alpha").markdown  # stale, still the frozen figure
+    assert "| 285 | ≥ 280, met |" in md  # the frozen record's goal: the page never retypes a figure
+    rec = record(project, "alpha")
+    assert rec.headline["alpha_sum_of_squares"].met is True
 
 
 def test_downloads_are_files_beside_the_page(executed):
@@ -99,15 +109,52 @@ def test_downloads_are_files_beside_the_page(executed):
 
 def test_cells_and_outputs_become_site_markdown(executed):
     md = render_topic(ALPHA, STORE, executed, files_dir="alpha").markdown
-    assert "```python\nimport matplotlib.pyplot as plt\n" in md
     assert "```text\nsum of squares: 285.0\n```" in md
     assert "The squares, saved as data and drawn." in md
+    assert "```python\nsave_data(" in md  # an untagged cell stays open
     assert "<table><tr><th>name</th><th>value</th></tr>" in md  # HTML passed through
-    # 300 printed lines, trimmed with a note
-    assert "line 0\n" in md and "line 299\n" in md and "line 150\n" not in md
-    assert "lines left out" in md
     md = render_topic(BETA, STORE, executed, files_dir="beta").markdown
     assert "```text\n0.75\n```" in md  # an execute_result
+
+
+def test_tagged_cells_fold_behind_their_summary_with_the_output_shown(executed):
+    md = render_topic(ALPHA, STORE, executed, files_dir="alpha").markdown
+    fold = '??? fold "Imports and the figure\'s data (8 lines of code)"\n\n    ```python\n    import matplotlib'
+    assert fold in md
+    assert md.index(fold) < md.index("```text\nsum of squares: 285.0\n```")  # the output, open, after it
+    # hide-output: the code open, its 300 lines of output folded, all of them there
+    assert "```python\n# Three hundred lines of output\nfor i in range(300):" in md
+    folded = md[md.index('??? fold "Output of: Three hundred lines of output"'):]
+    assert "    line 0\n" in folded and "    line 299\n" in folded
+
+
+def test_long_outputs_and_long_code_fold_behind_their_first_lines():
+    import nbformat
+
+    long_text = "\n".join(f"row {i}" for i in range(100))
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("# a long kernel\n" + "\n".join(f"x{i} = {i}" for i in range(70)),
+                                  outputs=[nbformat.v4.new_output("stream", name="stdout", text=long_text)]),
+        nbformat.v4.new_code_cell("y = 1", metadata={"tags": ["remove-cell"]}),
+    ])
+    md, _ = notebook_markdown(nb, "t")
+    assert '??? fold "a long kernel (71 lines of code)"' in md
+    head, rest = md.split('??? fold "88 more lines"')
+    assert "```text\nrow 0\n" in head and "row 11\n```" in head and "row 12" not in head
+    assert "    row 12\n" in rest and "    row 99\n" in rest
+    assert "y = 1" not in md
+    visible = "\n".join(line for line in md.split("\n") if not line.startswith("    "))  # outside the folds
+    open_blocks = [block for block in visible.split("```") if block.startswith(("python\n", "text\n"))]
+    assert max(block.count("\n") for block in open_blocks) <= 60
+
+
+def test_retagging_or_recommenting_a_cell_shows_without_a_run(project):
+    edit(project / ALPHA, '# %% tags=["hide-output"]\n# Three hundred lines of output',
+         '# %% tags=["hide-cell"] summary="Print a lot"\n# Three hundred lines, commented anew')
+    page = render_topic(ALPHA, STORE, project, files_dir="alpha")
+    assert page.warnings == []  # still fresh
+    assert '??? fold "Print a lot (3 lines of code)"' in page.markdown
+    assert "commented anew" in page.markdown and "    line 299" in page.markdown
 
 
 def test_rendering_is_deterministic(executed):
@@ -238,7 +285,7 @@ def test_kernels_page_without_roofline_data(executed):
 def test_figures_are_named_after_their_section():
     import nbformat
 
-    from worklog_gen.freeze.render import notebook_markdown
+    from worklog_gen.freeze.cells import notebook_markdown
 
     png = {"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"}
     nb = nbformat.v4.new_notebook(cells=[

@@ -45,13 +45,31 @@ class Headline:
     """``x`` for a ratio, ``TFLOP/s``, ``GB/s``, ``fraction``."""
     description: str = ""
     """One line saying how it was measured."""
+    label: str = ""
+    """What it is, in words, for the results table (``Forward, bf16, against SDPA FlashAttention-2``)."""
+    goal: float | None = None
+    """The goal or the written prediction it is held against, in its unit."""
+    goal_op: str = ">="
+    """How the value must stand to the goal: ``>=`` or ``<=``."""
+    baseline: str = ""
+    """What it is measured against (``torch.add, paired``), for the results table."""
+
+    @property
+    def met(self) -> bool | None:
+        """Whether the goal is met; ``None`` without a goal."""
+        if self.goal is None:
+            return None
+        return self.value >= self.goal if self.goal_op == ">=" else self.value <= self.goal
 
     @classmethod
     def from_json(cls, data: Any) -> Headline:
-        """From ``{"value", "unit", "description"}`` or a bare number."""
-        if isinstance(data, dict):
-            return cls(float(data["value"]), str(data.get("unit", "")), str(data.get("description", "")))
-        return cls(float(data))
+        """From ``{"value", "unit", "description", ...}`` or a bare number."""
+        if not isinstance(data, dict):
+            return cls(float(data))
+        goal = data.get("goal")
+        return cls(float(data["value"]), str(data.get("unit", "")), str(data.get("description", "")),
+                   str(data.get("label", "")), None if goal is None else float(goal),
+                   str(data.get("goal_op", ">=")), str(data.get("baseline", "")))
 
 
 @dataclass(frozen=True)
@@ -68,7 +86,8 @@ class CellTiming:
 class SourceHashes:
     """The parts of a source hash, so that a stale result can say what changed:
     one hash per non-empty code cell, in order, and one per ``worklog_gen`` module the
-    notebook imports (path relative to the package's parent, ``worklog_gen/kit/measure.py``)."""
+    notebook imports (path relative to the package's parent, ``worklog_gen/kit/measure.py``) or
+    CUDA source it names (relative to the project, ``notebooks/cuda/vector_add.cu``)."""
 
     cells: tuple[str, ...] = ()
     modules: tuple[tuple[str, str], ...] = ()

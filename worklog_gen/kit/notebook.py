@@ -39,26 +39,38 @@ def output_dir() -> Path:
     return path
 
 
-def headline(name: str, value: float, unit: str = "", description: str = "") -> float:
-    """Record a headline figure of this notebook (shown on the Kernels page and in
-    ``worklog-gen status``), and return ``value``.
+def headline(name: str, value: float, unit: str = "", description: str = "", *, label: str = "",
+             goal: float | None = None, goal_op: str = ">=", baseline: str = "") -> float:
+    """Record a headline figure of this notebook, and return ``value``. The topic page opens with
+    a results table of them, in the order recorded; the Kernels page and ``worklog-gen status``
+    list them too.
 
     Args:
         name: stable identifier, e.g. ``add_fp32_large_vs_torch``.
         value: a finite number measured in this run.
-        unit: e.g. ``"x"`` for a ratio, ``"GB/s"``, ``"TFLOP/s"``.
+        unit: e.g. ``"x"`` for a ratio, ``"GB/s"``, ``"TFLOP/s"``, ``"fraction"``.
         description: one line saying how it was measured.
+        label: what it is, in words, for the results table.
+        goal: the goal or the prediction written before measuring, in ``unit``; the table says
+            whether it is met.
+        goal_op: ``">="`` (the value must reach the goal) or ``"<="``.
+        baseline: what it is measured against, e.g. ``"torch.add, paired"``.
 
     Raises:
-        ValueError: ``value`` is not a finite number.
+        ValueError: ``value`` or ``goal`` is not a finite number, or ``goal_op`` is neither.
     """
     value = float(value)
     if not math.isfinite(value):
         raise ValueError(f"headline {name!r} is not finite: {value}")
+    if goal is not None and not math.isfinite(float(goal)):
+        raise ValueError(f"headline {name!r}: goal is not finite: {goal}")
+    if goal_op not in (">=", "<="):
+        raise ValueError(f"headline {name!r}: goal_op must be '>=' or '<=', not {goal_op!r}")
     path = output_dir() / HEADLINE_FILE
     figures = json.loads(path.read_text()) if path.exists() else {}
-    figures[name] = {"value": value, "unit": unit, "description": description}
-    path.write_text(json.dumps(figures, indent=2, sort_keys=True))
+    figures[name] = {"value": value, "unit": unit, "description": description, "label": label,
+                     "goal": None if goal is None else float(goal), "goal_op": goal_op, "baseline": baseline}
+    path.write_text(json.dumps(figures, indent=2))  # in the order recorded: the results table's
     return value
 
 
