@@ -51,6 +51,7 @@ def run_interpreted(notebook: Path, body: str, folder: Path) -> dict:
     import torch
 
     env = {**os.environ, "TRITON_INTERPRET": "1", "WORKLOG_GEN_OUTPUT": str(folder / "out"),
+           "WORKLOG_GEN_NOTEBOOK_DIR": str(notebook.parent),  # as worklog-gen execute sets it
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     script = PRELUDE + body + "\ntorch.save(results, results_path)\n"
     result = subprocess.run([sys.executable, "-c", script, str(notebook), str(folder / "results.pt")],

@@ -39,6 +39,7 @@ from worklog_gen.freeze.store import (
     write_entry,
     write_failure,
 )
+from worklog_gen.kit.cuda import NOTEBOOK_DIR_ENV
 from worklog_gen.kit.notebook import HEADLINE_FILE, NOTEBOOK_ENV, OUTPUT_ENV, interpret_mode
 
 _INFO_SCRIPT = "import json; from worklog_gen.kit.measure import gpu_info; print(json.dumps(gpu_info()))"
@@ -96,10 +97,11 @@ class ExecutionResult:
     nb: Any = None
 
 
-def _kernel_env(root: Path, out_dir: Path, stem: str, extra_env: dict | None) -> dict:
+def _kernel_env(root: Path, out_dir: Path, stem: str, notebook_dir: Path, extra_env: dict | None) -> dict:
     env = dict(os.environ)
     env.pop("MPLBACKEND", None)  # let ipykernel's inline backend put figures in the outputs
-    env.update({OUTPUT_ENV: str(out_dir), NOTEBOOK_ENV: stem, "PYTHONPATH": _python_path(root)})
+    env.update({OUTPUT_ENV: str(out_dir), NOTEBOOK_ENV: stem, NOTEBOOK_DIR_ENV: str(notebook_dir),
+                "PYTHONPATH": _python_path(root)})
     env.update(extra_env or {})
     return env
 
@@ -227,7 +229,7 @@ def execute_notebook(notebook: str | Path, root: str | Path, store_dir: str | Pa
     nb = read_notebook(path)
     out_dir = Path(tempfile.mkdtemp(prefix=f"worklog-gen-{path.stem}-"))
     try:
-        env = _kernel_env(root, out_dir, path.stem, extra_env)
+        env = _kernel_env(root, out_dir, path.stem, path.parent.resolve(), extra_env)
         executed_at = _utc_now()
         t0 = time.perf_counter()
         seconds, error = _run_cells(nb, root, env, timeout=timeout, kernel_name=kernel_name,

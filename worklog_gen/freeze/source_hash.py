@@ -5,7 +5,8 @@ notebook computes has changed:
 
 - its **code cells**, and
 - the **code of the ``worklog_gen`` modules it imports** (the kit, :mod:`worklog_gen.kit`), followed
-  through their own imports.
+  through their own imports;
+- the **CUDA C files its code cells name** (``"cuda/vector_add.cu"``), as text.
 
 Each is hashed as a normalised syntax tree (:func:`code_fingerprint`): comments, docstrings,
 blank lines and formatting are left out, and so are markdown cells, cell metadata (the fold
@@ -37,6 +38,9 @@ HASH_VERSION = b"worklog-gen source hash v2\n"
 """Bumped when what is hashed changes: every result then needs one re-run."""
 UNHASHED = frozenset({f"{PACKAGE}/__init__.py"})
 """Imported modules left out of the hash (see the module docstring)."""
+SOURCE_SUFFIXES = (".cu", ".cuh", ".cpp", ".h")
+"""Files a code cell names by a string (``"cuda/vector_add.cu"``, relative to the notebook's folder)
+that the hash covers too: the CUDA C a notebook compiles (:mod:`worklog_gen.kit.cuda`)."""
 
 
 def read_notebook(path: str | Path):
@@ -141,6 +145,19 @@ def _module_file(name: str, pkg_dir: Path) -> Path | None:
     return None
 
 
+def named_sources(sources: list[str], notebook_dir: Path) -> list[Path]:
+    """Files of :data:`SOURCE_SUFFIXES` that ``sources`` (code cells) name in a string constant,
+    relative to ``notebook_dir``, that exist. Sorted."""
+    found: set[Path] = set()
+    for source in sources:
+        tree = _parse(source)
+        for node in ast.walk(tree) if tree is not None else ():
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and node.value.endswith(SOURCE_SUFFIXES) and (notebook_dir / node.value).is_file():
+                found.add((notebook_dir / node.value).resolve())
+    return sorted(found)
+
+
 def imported_modules(sources: list[str], pkg_dir: Path) -> list[Path]:
     """Files of the ``worklog_gen`` modules that ``sources`` (code cells) import, found
     with ``ast``, transitively through those modules' own ``worklog_gen`` imports
@@ -186,8 +203,9 @@ class SourceHash:
 
 def source_hash(notebook: str | Path, root: str | Path) -> SourceHash:
     """sha256 over :data:`HASH_VERSION`, the :func:`code_fingerprint` of each non-empty code
-    cell of ``notebook`` in order, and that of each ``worklog_gen`` module they import
-    (:func:`imported_modules`, without :data:`UNHASHED`), by path. See the module docstring.
+    cell of ``notebook`` in order, that of each ``worklog_gen`` module they import
+    (:func:`imported_modules`, without :data:`UNHASHED`), by path, and that of each CUDA source
+    they name (:func:`named_sources`). See the module docstring.
 
     Raises:
         FileNotFoundError: ``notebook`` does not exist.
@@ -201,6 +219,12 @@ def source_hash(notebook: str | Path, root: str | Path) -> SourceHash:
         rel = path.relative_to(pkg.parent).as_posix()
         if rel not in UNHASHED:
             modules.append((rel, code_fingerprint(path.read_text(encoding="utf-8"))))
+    for path in named_sources(sources, Path(notebook).parent):
+        try:
+            rel = path.relative_to(Path(root).resolve()).as_posix()
+        except ValueError:
+            rel = path.as_posix()
+        modules.append((rel, code_fingerprint(path.read_text(encoding="utf-8"))))
     digest = hashlib.sha256(HASH_VERSION)
     for h in cells:
         digest.update(b"cell\0" + h.encode() + b"\0")
@@ -236,10 +260,11 @@ def explain_change(recorded: SourceHashes | None, current: SourceHashes, cell_li
             reasons.append(f"{i2 - i1} code cell(s) removed after " + (where(j1 - 1) if j1 else "the start"))
     before, now = recorded.module_hashes, current.module_hashes
     for rel in sorted(before.keys() | now.keys()):
+        noun, used = ("module", "imported") if rel.endswith(".py") else ("file", "used")
         if rel not in now:
-            reasons.append(f"module {rel} no longer imported")
+            reasons.append(f"{noun} {rel} no longer {used}")
         elif rel not in before:
-            reasons.append(f"module {rel} newly imported")
+            reasons.append(f"{noun} {rel} newly {used}")
         elif before[rel] != now[rel]:
-            reasons.append(f"module {rel} changed")
+            reasons.append(f"{noun} {rel} changed")
     return reasons or ["the hash scheme changed"]
