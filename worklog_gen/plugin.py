@@ -23,7 +23,7 @@ from mkdocs.utils import get_build_datetime, get_relative_url, nest_paths
 from worklog_gen.config import WorklogConfig, check_config
 from worklog_gen.log import Severity
 from worklog_gen.site.layout import FEED
-from worklog_gen.site.generate import GeneratedSite, generate, with_sections
+from worklog_gen.site.generate import GeneratedSite, generate, with_extensions, with_sections
 
 log = get_plugin_logger(__name__)
 
@@ -40,12 +40,8 @@ class WorklogPlugin(BasePlugin[WorklogConfig]):
         path = config.config_file_path
         self.root = Path(path).resolve().parent if path else Path.cwd()  # paths are relative to mkdocs.yml
         self.nav_configured = config.nav is not None
-        # what posts are written with: footnotes ([^1]) and fenced code (a Hugo highlight block
-        # becomes one), with Python-Markdown's own extensions unless the site has them already
-        if "footnotes" not in config.markdown_extensions:
-            config.markdown_extensions.append("footnotes")
-        if not {"fenced_code", "pymdownx.superfences"} & set(config.markdown_extensions):
-            config.markdown_extensions.append("fenced_code")
+        # what the generated pages are written with, unless the site has it already
+        config.markdown_extensions[:] = with_extensions(config.markdown_extensions)
         check_config(self.config, self.root, config.config_file_path)
         return config
 

@@ -1,10 +1,13 @@
 // Draw the site's Vega-Lite charts with vega-embed, served from assets/vega/ (no CDN).
 //
-// A chart is written into a page as its static SVG, ![alt](<stem>.vega.svg), with its spec
-// beside it as <stem>.vega.json (worklog_gen.charts.chart_files). Here each such image gets
-// the drawn chart in its place: a tooltip on every mark, a legend whose entries hide and show
-// their series. Without JavaScript, or if drawing fails, the SVG stays. The three libraries
-// (about 280 KB gzipped) load once, and only on pages that have a chart.
+// A chart is written into a page as its static SVG, ![alt](<stem>.vega.svg){ width height },
+// with its spec beside it as <stem>.vega.json (worklog_gen.kit.charts.chart_files). Here each
+// such image gets the drawn chart in its place: a tooltip on every mark, a legend whose entries
+// hide and show their series. Without JavaScript, or if drawing fails, the SVG stays.
+//
+// Fast on a phone: nothing loads until a chart comes within a screen of the viewport (an
+// IntersectionObserver); then the three libraries (about 280 KB gzipped) load once. The drawn
+// chart's box keeps the image's size while it draws, so the page does not move.
 //
 // Charts follow Material's palette: the axis, legend and title colours are read from its CSS
 // custom properties, and a change of scheme (the toggle sets data-md-color-scheme on <body>)
@@ -67,6 +70,11 @@
 
   function draw(chart) {
     if (chart.result) chart.result.finalize();
+    if (!chart.container.isConnected) {
+      // in the image's place, at the image's height until the chart is drawn: nothing moves
+      chart.container.style.minHeight = chart.img.getBoundingClientRect().height + "px";
+      chart.img.parentNode.insertBefore(chart.container, chart.img);
+    }
     var theme = scheme();
     return vegaEmbed(chart.container, chart.spec, {
       renderer: "svg",
@@ -80,6 +88,7 @@
       chart.result = result;
       chart.container.dataset.scheme = theme;
       chart.img.hidden = true;
+      chart.container.style.minHeight = "";
     });
   }
 
@@ -88,7 +97,6 @@
     container.className = "worklog-chart";
     container.setAttribute("role", "figure");
     container.setAttribute("aria-label", img.alt);
-    img.parentNode.insertBefore(container, img);
     img.dataset.chart = "pending";
     return fetch(specURL(img))
       .then(function (response) {
@@ -104,20 +112,34 @@
       })
       .then(function () { img.dataset.chart = "drawn"; })
       .catch(function (error) {
-        container.remove(); // the static SVG stays in place
+        if (container.isConnected) container.remove(); // the static SVG stays in place
         img.dataset.chart = "failed";
         console.error(error);
       });
   }
 
-  function drawAll() {
-    var images = Array.prototype.filter.call(document.querySelectorAll(SELECTOR), function (img) {
-      return !img.dataset.chart;
+  function drawOne(img) {
+    if (img.dataset.chart) return;
+    img.dataset.chart = "near";
+    loadLibraries().then(function () { return setUp(img); }, function (error) { console.error(error); });
+  }
+
+  // Each chart is drawn when it comes within a screen of the viewport; browsers without
+  // IntersectionObserver draw them all at once.
+  var observer = "IntersectionObserver" in window ? new IntersectionObserver(function (entries) {
+    entries.forEach(function (entry) {
+      if (entry.isIntersecting) {
+        observer.unobserve(entry.target);
+        drawOne(entry.target);
+      }
     });
-    if (!images.length) return;
-    loadLibraries().then(function () {
-      return Promise.all(images.map(setUp));
-    }, function (error) { console.error(error); });
+  }, { rootMargin: "100% 0px" }) : null;
+
+  function drawAll() {
+    Array.prototype.forEach.call(document.querySelectorAll(SELECTOR), function (img) {
+      if (img.dataset.chart) return;
+      if (observer) observer.observe(img); else drawOne(img);
+    });
   }
 
   // Redraw on a change of palette.

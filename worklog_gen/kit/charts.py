@@ -319,6 +319,20 @@ def chart_files(chart, stem: str) -> dict[str, bytes]:
             f"{stem}.vega.svg": chart_svg(spec).encode()}
 
 
+def chart_image(alt: str, href: str, svg: str | bytes) -> str:
+    """Markdown for a chart's static SVG at ``href``: the image with its size from the SVG, so the
+    page reserves the chart's space before anything loads (no layout shift), and lazy loading
+    (attr_list: ``![alt](x.vega.svg){ width="600" height="300" loading="lazy" }``). ``alt`` is
+    used as it is (brackets must already be safe)."""
+    import re
+
+    text = svg.decode() if isinstance(svg, bytes) else svg
+    root = re.search(r"<svg\b[^>]*>", text)
+    size = dict(re.findall(r'\b(width|height)="(\d+(?:\.\d+)?)"', root.group(0))) if root else {}
+    attrs = " ".join(f'{k}="{round(float(size[k]))}"' for k in ("width", "height") if k in size)
+    return f"![{alt}]({href}){{ {attrs + ' ' if attrs else ''}loading=\"lazy\" }}"
+
+
 def _renderer(spec: dict, **metadata) -> dict:
     """Altair renderer ``worklog``: the Vega-Lite output plus its SVG (see the module docstring)."""
     title = spec.get("title")
@@ -331,5 +345,5 @@ alt.renderers.register("worklog", _renderer)
 alt.renderers.enable("worklog")
 alt.data_transformers.disable_max_rows()  # a sweep has a few hundred rows; keep them all inline
 
-__all__ = ["VEGALITE_MIME", "benchmark_chart", "chart_files", "chart_spec", "chart_svg", "legend_toggle",
-           "roofline_chart"]
+__all__ = ["VEGALITE_MIME", "benchmark_chart", "chart_files", "chart_image", "chart_spec", "chart_svg",
+           "legend_toggle", "roofline_chart"]

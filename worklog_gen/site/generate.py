@@ -34,7 +34,7 @@ from worklog_gen.site.feed import atom_feed
 from worklog_gen.site.kernels import kernels_page
 from worklog_gen.site.layout import Layout
 from worklog_gen.site.old_links import OldSiteLinks
-from worklog_gen.site.pages import SiteContext, home_files, nav_section, topic_page, worklog_pages
+from worklog_gen.site.pages import SiteContext, nav_section, topic_page, worklog_pages
 from worklog_gen.site.topics import match_topics
 from worklog_gen.log import Severity, Worklog, load
 
@@ -147,7 +147,7 @@ def generate(cfg: WorklogConfig, root: Path, *, site_name: str, site_url: str | 
         worklog_dir=worklog_folder(cfg, root),
     )
     pages = worklog_pages(worklog, ctx)
-    extra: dict[str, bytes] = home_files(worklog, ctx)
+    extra: dict[str, bytes] = dict(ctx.files)  # the heatmap
     extra |= {dest: path.read_bytes() for dest, path in ctx.assets.items()}  # a post's images
     site.sections.append(Section(cfg.nav_title, nav_section(worklog, ctx), set(pages)))
     topic_items = _topic_pages(cfg, root, worklog, ctx, pages, extra, site.messages)
@@ -224,11 +224,28 @@ def read_config(mkdocs_yml: Path) -> dict:
     return data
 
 
+MARKDOWN_EXTENSIONS = ("footnotes", "admonition", "pymdownx.details", "attr_list")
+"""What the generated pages are written with, added to a site that lacks them: a post's
+footnotes (``[^1]``), the folds of topic pages (``??? fold "summary"``, a ``<details>``) and the
+size of a chart's image (``{ width="600" height="300" }``)."""
+
+
+def with_extensions(extensions: list) -> list:
+    """``extensions`` (``markdown_extensions`` of ``mkdocs.yml``) with :data:`MARKDOWN_EXTENSIONS`
+    and fenced code (a Hugo highlight block becomes one) added where missing."""
+    names = {e if isinstance(e, str) else next(iter(e)) for e in extensions}
+    added = [e for e in MARKDOWN_EXTENSIONS if e not in names]
+    if not {"fenced_code", "pymdownx.superfences"} & names:
+        added.append("fenced_code")
+    return [*extensions, *added]
+
+
 def engine_config(config: dict, docs_dir: str, nav: list) -> dict:
     """``config`` (a ``mkdocs.yml``'s data) for an engine that runs no MkDocs plugins: the
-    same theme, extensions, assets and scripts, the ``worklog`` plugin removed,
-    ``docs_dir`` set to the generated folder and the whole nav spelled out."""
+    same theme, extensions (with :func:`with_extensions`), assets and scripts, the ``worklog``
+    plugin removed, ``docs_dir`` set to the generated folder and the whole nav spelled out."""
     config = dict(config)
+    config["markdown_extensions"] = with_extensions(list(config.get("markdown_extensions") or []))
     config["plugins"] = [p for p in config.get("plugins") or []
                          if not (p == "worklog" or (isinstance(p, dict) and "worklog" in p))]
     config["docs_dir"] = docs_dir

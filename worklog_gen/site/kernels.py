@@ -76,7 +76,7 @@ def kernels_page(topics: list[tuple[str, str, Path]], store_dir: Path, root: Pat
     if ceilings is None:
         parts += ["## Roofline", "No notebook has saved roofline data yet (`data/roofline.json`)."]
         return RenderedPage("\n\n".join(parts) + "\n", files, warnings)
-    from worklog_gen.kit.charts import chart_files, roofline_chart
+    from worklog_gen.kit.charts import chart_files, chart_image, roofline_chart
 
     chart = roofline_chart(points, ceilings, title=f"Every kernel variant: {ceilings.device}", series="topic")
     files.update(chart_files(chart, ROOFLINE))
@@ -84,5 +84,6 @@ def kernels_page(topics: list[tuple[str, str, Path]], store_dir: Path, root: Pat
               f"Every kernel variant of {', '.join(plotted)} against the roofs measured on "
               f"{table_cell(ceilings.device)}: memory roof from a device copy, compute roofs from `torch.matmul`. "
               "Hover a point to read it; click a topic in the legend to hide its points or show them again.",
-              f"![Roofline of every kernel variant, coloured by topic]({ROOFLINE}.vega.svg)"]
+              chart_image("Roofline of every kernel variant, coloured by topic", f"{ROOFLINE}.vega.svg",
+                          files[f"{ROOFLINE}.vega.svg"])]
     return RenderedPage("\n\n".join(parts) + "\n", files, warnings)

@@ -117,6 +117,8 @@ class SiteContext:
     """The worklog folder: a post's images are published only from inside it."""
     assets: dict[str, Path] = field(default_factory=dict)
     """Files the pages show, found while writing them: docs path -> file (a post's images)."""
+    files: dict[str, bytes] = field(default_factory=dict)
+    """Files the pages made while writing them: docs path -> content (the heatmap's chart)."""
 
     def entry_page(self, entry: Entry) -> str:
         return self.layout.entry_page(entry.slug)
@@ -247,7 +249,8 @@ def _countdown(log: Worklog, ctx: SiteContext) -> str:
 def home_page(log: Worklog, ctx: SiteContext) -> str:
     """The worklog home: preamble, countdown table (target date, days left as of the
     build date and as of the last entry, days logged, streaks), the words-per-day
-    heatmap and the timeline newest first by month, one summary line per entry."""
+    heatmap and the timeline newest first by month, one summary line per entry. The heatmap's
+    files (:func:`home_files`) go into ``ctx.files``."""
     src = ctx.layout.home
     title = str(log.front_matter.get("title") or ctx.title)
     parts = [f"# {md_escape(title)}"]
@@ -261,8 +264,13 @@ def home_page(log: Worklog, ctx: SiteContext) -> str:
     parts.append(" · ".join(see))
     if log.entries:
         first, last = log.entries[0].date, (log.target_date or log.entries[-1].date)
-        parts.append(f"## Words per day\n\n![Words written per day, {first} to {last}: a calendar, a square "
-                     f"per day]({relative(ctx.layout.heatmap, src)}.vega.svg)")
+        from worklog_gen.kit.charts import chart_image
+
+        heatmap = home_files(log, ctx)
+        ctx.files.update(heatmap)
+        svg = heatmap[f"{ctx.layout.heatmap}.vega.svg"]
+        alt = f"Words written per day, {first} to {last}: a calendar, a square per day"
+        parts.append("## Words per day\n\n" + chart_image(alt, f"{relative(ctx.layout.heatmap, src)}.vega.svg", svg))
         months = []
         for month, entries in timeline(log.entries):
             items = "\n".join(
