@@ -5,7 +5,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.16.0
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -20,7 +20,16 @@
 # Fusion runs a chain of operations as one kernel, so the intermediates stay in registers.
 # `torch.compile`'s backend, Inductor, fuses by writing Triton kernels; this notebook reads
 # the code it wrote, measures what fusion buys, and looks for where a hand-written kernel
-# still wins:
+# still wins.
+#
+# You will learn:
+#
+# - how to read the Triton kernels `torch.compile` writes, and count the bytes they move;
+# - why fusing `x.cos().cos()` does not halve its time, though it halves its bytes;
+# - where a hand-written kernel ties Inductor (a chain of pointwise ops) and where it beats it
+#   (a variance that a model writes as two reductions).
+#
+# The three cases:
 #
 # 1. `x.cos().cos()`: two kernels in eager, one compiled;
 # 2. bias + GELU + residual add, a chain Inductor fuses into one kernel, against a
@@ -29,7 +38,7 @@
 #    a reduction, a pointwise op, a second reduction. Inductor keeps the order of the
 #    program and reads each row twice; knowing the algorithm reads it once.
 
-# %%
+# %% tags=["hide-input"] summary="Imports and settings"
 import csv
 import re
 import shutil
@@ -44,6 +53,7 @@ import triton
 import triton.language as tl
 from IPython.display import display
 
+from worklog_gen.kit.markdown import prose, table
 from worklog_gen.kit.measure import bench, gbps, gpu_info, measure_ceilings
 from worklog_gen.kit.notebook import headline, interpret_mode, save_data
 from worklog_gen.kit.paired import paired_ratio
@@ -82,7 +92,7 @@ else:
 # hand-written one move the same 12N bytes and tie; for the variance, Inductor reads x
 # twice and a one-pass kernel is close to 2× faster.
 
-# %%
+# %% tags=["hide-input"] summary="The byte model, and the measured roofs"
 def model_bytes(n: int, reads: int, writes: int, itemsize: int = 4) -> int:
     """Bytes of ``reads`` full reads and ``writes`` full writes of ``n`` elements."""
     return (reads + writes) * n * itemsize
@@ -105,7 +115,7 @@ else:
 # apart and never counted as kernel time. `run_and_get_code` returns the Python module
 # Inductor generated; the Triton kernel in it is printed below, as it ran.
 
-# %%
+# %% tags=["hide-input"] summary="Compile it, and capture the Triton kernel Inductor wrote"
 def cos_cos(x: torch.Tensor) -> torch.Tensor:
     """cos(cos(x)), elementwise; any shape and float dtype."""
     return x.cos().cos()
@@ -188,7 +198,7 @@ if GPU:
 # `dram__bytes_write.sum`) of every kernel one call launches. A child process runs one call
 # of each version inside an NVTX range, and `ncu` profiles only the kernels in that range.
 
-# %%
+# %% tags=["hide-input"] summary="Run Nsight Compute on both, and read its DRAM counters"
 NCU_CHILD = r"""
 import sys
 import torch
@@ -261,7 +271,7 @@ if GPU:
 # two comparisons use. The code is the same; what differs is how the block size `XBLOCK` is
 # chosen: by a heuristic, or by timing the candidates.
 
-# %%
+# %% tags=["hide-input"] summary="Time eager against compiled, in pairs"
 def timing_row(t, *, nbytes: float, flops: float, **labels) -> dict:
     """One measurement as a flat row: labels, time (ms) and GB/s with the 20/80 % band."""
     return {**labels, "bytes": nbytes, "flops": flops, "ms": t.ms, "ms_lo": t.ms_lo, "ms_hi": t.ms_hi,
@@ -307,10 +317,13 @@ if GPU:
           f"{p.ratio:.3f}x eager (spread {p.spread()}); compiled at {gbps(model_bytes(N, 1, 1), p.candidate_ms):.0f} GB/s")
     headline("fusion_cos_cos_compiled_vs_eager", p.ratio, "x",
              f"median over {p.rounds} paired rounds of eager x.cos().cos() time / torch.compile "
-             f"(max-autotune-no-cudagraphs) time, fp32, n = 2^28; spread {p.spread()}; compile time not counted")
+             f"(max-autotune-no-cudagraphs) time, fp32, n = 2^28; spread {p.spread()}; compile time not counted",
+             label="x.cos().cos(), compiled (max-autotune)", goal=1.9,
+             baseline="eager, paired (predicted 2× from 16N against 8N bytes)")
     headline("fusion_cos_cos_default_vs_eager", results["cos_cos_default"].ratio, "x",
              f"as fusion_cos_cos_compiled_vs_eager, torch.compile's default mode (heuristic block size); "
-             f"spread {results['cos_cos_default'].spread()}")
+             f"spread {results['cos_cos_default'].spread()}", label="x.cos().cos(), compiled (default mode)",
+             baseline="eager, paired")
 
 
 # %% [markdown]
@@ -390,7 +403,7 @@ assert err < 1e-6
 # launch overhead from one side only). The hand-written kernel's `BLOCK_SIZE` and `num_warps`
 # are swept first.
 
-# %%
+# %% tags=["hide-input"] summary="Compile the chain, tune the hand-written kernel, and time both in pairs"
 if GPU:
     chain_compiled, compile_seconds["chain"], modules = compile_and_capture(chain_eager, xc, bc, rc,
                                                                            mode="max-autotune-no-cudagraphs")
@@ -425,7 +438,8 @@ if GPU:
           f"Inductor (spread {p.spread()}); Inductor is {results['chain_eager'].ratio:.3f}x eager")
     headline("fusion_chain_vs_inductor", p.ratio, "x",
              f"median over {p.rounds} paired rounds of Inductor (max-autotune-no-cudagraphs) time / hand-written "
-             f"Triton time, gelu(x + bias) + residual, fp32 ({ROWS} x {COLS}); spread {p.spread()}")
+             f"Triton time, gelu(x + bias) + residual, fp32 ({ROWS} x {COLS}); spread {p.spread()}",
+             label="bias + GELU + residual, by hand", goal=1.0, baseline="Inductor's fused kernel, paired (predicted a tie)")
 
 # %% [markdown]
 # ## 4. A case Inductor fuses less well: a variance written as a model writes it
@@ -526,7 +540,7 @@ for splits in (1, 2, 8):
     print(f"one-pass variance, SPLITS={splits}, ({VAR_ROWS} x {VAR_COLS:,}): max rel. error vs float64 {err:.2e}")
     assert err < 1e-5
 
-# %%
+# %% tags=["hide-input"] summary="Compile the variance, tune the one-pass kernel, and time both in pairs"
 if GPU:
     var_compiled, compile_seconds["variance"], modules = compile_and_capture(variance_as_written, xv,
                                                                              mode="max-autotune-no-cudagraphs")
@@ -565,7 +579,9 @@ if GPU:
           f"(spread {p.spread()}); Inductor is {results['variance_eager'].ratio:.3f}x eager")
     headline("fusion_hard_case_vs_inductor", p.ratio, "x",
              f"median over {p.rounds} paired rounds of Inductor (max-autotune-no-cudagraphs) time / one-pass "
-             f"Triton time, row variance ((x - mean)^2).mean(-1), fp32 ({VAR_ROWS} x {VAR_COLS}); spread {p.spread()}")
+             f"Triton time, row variance ((x - mean)^2).mean(-1), fp32 ({VAR_ROWS} x {VAR_COLS}); spread {p.spread()}",
+             label="Row variance in one pass, by hand", goal=1.15,
+             baseline="Inductor's kernels, paired (predicted about 2×: one read against two)")
     save_data("compile_seconds.json", compile_seconds)
 
 # %% [markdown]
@@ -580,8 +596,10 @@ if GPU:
     save_data("benchmark.csv", rows)
     save_roofline(points, ceilings)
     for r in rows:
-        print(f"{r['case']:>20} {r['provider']:>14}: {r['ms']:.3f} ms, {r['gbps']:6.0f} GB/s of the fused bytes "
-              f"({r['gbps'] / ceilings.copy_gbps:.2f} of the copy roof)")
+        r["of copy"] = r["gbps"] / ceilings.copy_gbps
+    display(table(rows, ["case", "provider", "ms", "gbps", "of copy"], formats={"ms": ".3f", "gbps": ".0f",
+                                                                           "of copy": ".2f"},
+                  caption="GB/s of the bytes the fused version must move, and that as a fraction of the copy roof"))
 
 # %%
 if GPU:
@@ -597,25 +615,26 @@ if GPU:
     p, d = results["cos_cos"], results["cos_cos_default"]
     per_kernel = gbps(model_bytes(N, 1, 1), p.baseline_ms / 2)  # eager: two kernels, one cos each
     fused = gbps(model_bytes(N, 1, 1), p.candidate_ms)
-    print(f"- Why not 2x: each eager kernel (one cos per element, 8 bytes) streams at {per_kernel:.0f} GB/s, "
-          f"{per_kernel / ceilings.copy_gbps:.2f} of the copy roof; the fused kernel moves the same 8 bytes per "
-          f"element with two cos and streams at {fused:.0f} GB/s ({fused / ceilings.copy_gbps:.2f}). The accurate "
-          f"cos (libdevice: an argument reduction and a polynomial) costs many instructions, so two per 8 bytes no longer "
-          f"hide under the memory time: fusion halved the bytes but doubled the arithmetic per byte.")
-    print(f"- cos().cos(): compiled {p.ratio:.2f}x eager with max-autotune-no-cudagraphs, {d.ratio:.2f}x in the "
-          f"default mode (predicted 2x from 16N against 8N bytes); the default's heuristic block size reaches "
-          f"{gbps(model_bytes(N, 1, 1), d.candidate_ms) / ceilings.copy_gbps:.2f} of the copy roof, the tuned one "
-          f"{gbps(model_bytes(N, 1, 1), p.candidate_ms) / ceilings.copy_gbps:.2f}.")
-    if measured_bytes:
-        for which, m in measured_bytes.items():
-            print(f"  ncu: {which} moved {(m['read'] + m['write']) / 1e9:.2f} GB in {len(m['kernels'])} kernel(s).")
+    lines = [f"- **Why not 2×:** each eager kernel (one cos per element, 8 bytes) streams at {per_kernel:.0f} GB/s, "
+             f"{per_kernel / ceilings.copy_gbps:.2f} of the copy roof; the fused kernel moves the same 8 bytes per "
+             f"element with two cos and streams at {fused:.0f} GB/s ({fused / ceilings.copy_gbps:.2f}). The accurate "
+             "cos (libdevice: an argument reduction and a polynomial) costs many instructions, so two per 8 bytes no "
+             "longer hide under the memory time: fusion halved the bytes but doubled the arithmetic per byte.",
+             f"- **cos().cos():** compiled {p.ratio:.2f}× eager with max-autotune-no-cudagraphs, {d.ratio:.2f}× in the "
+             f"default mode (predicted 2× from 16N against 8N bytes); the default's heuristic block size reaches "
+             f"{gbps(model_bytes(N, 1, 1), d.candidate_ms) / ceilings.copy_gbps:.2f} of the copy roof, the tuned one "
+             f"{gbps(model_bytes(N, 1, 1), p.candidate_ms) / ceilings.copy_gbps:.2f}."]
+    lines += [f"  Nsight Compute: {which} moved {(m['read'] + m['write']) / 1e9:.2f} GB in {len(m['kernels'])} kernel(s)."
+              for which, m in (measured_bytes or {}).items()]
     p = results["chain"]
-    print(f"- bias+GELU+residual: hand-written {p.ratio:.3f}x Inductor (predicted a tie: same 12N bytes); "
-          f"Inductor {results['chain_eager'].ratio:.2f}x eager (predicted 2.3x from 28N against 12N).")
+    lines.append(f"- **bias + GELU + residual:** hand-written {p.ratio:.3f}× Inductor (predicted a tie: the same 12N "
+                 f"bytes); Inductor {results['chain_eager'].ratio:.2f}× eager (predicted 2.3× from 28N against 12N).")
     p = results["variance"]
-    print(f"- row variance: one pass {p.ratio:.2f}x Inductor (predicted about 2x: one read against two); "
-          f"Inductor wrote {len(var_kernels)} Triton kernel(s) for it and is {results['variance_eager'].ratio:.2f}x eager.")
-    print("- compile times (first call, not in any kernel time): "
-          + ", ".join(f"{k} {v:.1f} s" for k, v in compile_seconds.items()))
+    lines.append(f"- **Row variance:** one pass {p.ratio:.2f}× Inductor (predicted about 2×: one read against two); "
+                 f"Inductor wrote {len(var_kernels)} Triton kernel(s) for it and is "
+                 f"{results['variance_eager'].ratio:.2f}× eager.")
+    lines.append("- **Compile times** (first call, in no kernel time): "
+                 + ", ".join(f"{k} {v:.1f} s" for k, v in compile_seconds.items()) + ".")
+    display(prose("\n".join(lines)))
 else:
-    print("CPU mode: no measurements to interpret")
+    display(prose("CPU mode: the hand-written kernels were checked against eager PyTorch; nothing was compiled or timed."))

@@ -5,7 +5,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.16.0
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -31,8 +31,15 @@
 #
 # and a dispatcher that picks one by row length. Everything runs in fp32 and bf16
 # (bf16 in and out, fp32 inside).
+#
+# You will learn:
+#
+# - why softmax's speed is its pass count over HBM, and what each algorithm keeps on chip;
+# - the online rule: one running (max, sum) pair replaces a pass, and how it merges segments;
+# - when holding the whole row on chip wins, and when L2 hides a second pass anyway;
+# - how to split 64 long rows over every SM, and what that buys.
 
-# %%
+# %% tags=["hide-input"] summary="Imports and settings"
 import math
 import time
 import warnings
@@ -42,7 +49,8 @@ import triton
 import triton.language as tl
 from IPython.display import display
 
-from worklog_gen.kit.measure import bench, gbps, gpu_info, measure_ceilings
+from worklog_gen.kit.markdown import prose, table
+from worklog_gen.kit.measure import bench, gbps, gpu_info, measure_ceilings, occupancy
 from worklog_gen.kit.notebook import headline, interpret_mode, save_data
 from worklog_gen.kit.charts import benchmark_chart, roofline_chart
 from worklog_gen.kit.roofline import RooflinePoint, save_roofline
@@ -65,19 +73,17 @@ if not interpret_mode():
 # zero. That is the "safe" softmax. The price is one more pass: the max must be known
 # before the first exponential.
 #
-# The cell below shows the failure: a row of logits around +1000 makes $e^{x}$ overflow to
-# `inf` (inf/inf = NaN), a row around −1000 underflows every term to 0 (0/0 = NaN).
-# The safe form gives the same, finite answer for both, because softmax is shift-invariant.
+# Below, a row of logits around +1000 makes $e^{x}$ overflow to `inf` (inf/inf = NaN), one around
+# −1000 underflows to 0 (0/0 = NaN); the safe form is the same and finite: softmax is shift-invariant.
 
 # %%
-logits = torch.linspace(-2.0, 2.0, 7)  # (7,) fp32
-for shift in (0.0, 1000.0, -1000.0):
-    row = logits + shift
-    naive = torch.exp(row) / torch.exp(row).sum()
-    safe = torch.exp(row - row.max()) / torch.exp(row - row.max()).sum()
-    print(f"shift {shift:+7.0f}: naive has NaN: {bool(naive.isnan().any())!s:5}  "
-          f"safe has NaN: {bool(safe.isnan().any())!s:5}  safe max prob {safe.max().item():.4f}")
+logits, shifts = torch.linspace(-2.0, 2.0, 7), []  # (7,) fp32
+for row in (logits, logits + 1000, logits - 1000):
+    naive, safe = torch.exp(row) / torch.exp(row).sum(), torch.exp(row - row.max()) / torch.exp(row - row.max()).sum()
     assert not safe.isnan().any()
+    shifts.append({"row": f"{row.mean().item():+.0f} ± 2", "naive has NaN": bool(naive.isnan().any()),
+                   "safe has NaN": bool(safe.isnan().any()), "safe max probability": safe.max().item()})
+display(table(shifts, formats={"safe max probability": ".4f"}))
 
 # %% [markdown]
 # ### The online rule
@@ -121,39 +127,28 @@ for shift in (0.0, 1000.0, -1000.0):
 # the long-row benchmark (64 rows of up to $2^{20}$ fp32, 256 MiB) splits each pass into its
 # own kernel launch over the whole matrix.
 
-# %%
+# %% tags=["hide-input"] summary="Passes, bytes, the measured roofs, and the predicted floor times"
 PASSES = {"three-pass": (3, 1), "online": (2, 1), "fused": (1, 1)}
 """(reads, writes) of the input-sized matrix per algorithm (Milakov & Gimelshein 2018, sec. 2-3)."""
 FLOPS_PER_ELEMENT = 5
 """max compare, subtract, exp, add, multiply by 1/sum; counting exp as one FLOP is a convention."""
-
-for name, (reads, writes) in PASSES.items():
-    print(f"{name:10}: {reads} read{'s' if reads > 1 else ''} + {writes} write -> at most {2 / (reads + writes):.0%} of copy bandwidth "
-          f"when every pass goes to HBM")
-
-if interpret_mode():
-    ceilings = None
-    print("interpret mode: ceilings and floor times skipped (no GPU)")
-else:
+ceilings, PREDICTION = None, {}
+if not interpret_mode():
     ceilings = measure_ceilings()
-    print(ceilings)
     PROPS = torch.cuda.get_device_properties(torch.cuda.current_device())
     L2_BYTES = PROPS.L2_cache_size
-    print(f"L2 cache: {L2_BYTES / 2**20:.0f} MiB; fp32 roof ridge point: {ceilings.ridge_point('fp32'):.1f} FLOP/byte "
-          f"vs softmax {FLOPS_PER_ELEMENT / 8:.3f} FLOP/byte")
-    PREDICTION = {}
-    for label, (M, N, esize) in {"fp32 4096x16384": (4096, 16384, 4),
-                                 "bf16 4096x16384": (4096, 16384, 2),
+    floors = []
+    for label, (M, N, esize) in {"fp32 4096x16384": (4096, 16384, 4), "bf16 4096x16384": (4096, 16384, 2),
                                  "fp32 64x2^20": (64, 2**20, 4)}.items():
         matrix = M * N * esize
         for name, (reads, writes) in PASSES.items():
-            floor_ms = (reads + writes) * matrix / (ceilings.copy_gbps * 1e9) * 1e3
-            PREDICTION[(label, name)] = floor_ms
-            print(f"{label:16} {name:10}: floor {floor_ms * 1e3:8.1f} us if every pass goes to HBM "
-                  f"-> {gbps(2 * matrix, floor_ms):6.0f} GB/s on compulsory bytes")
-        print(f"{label:16} the whole matrix is {matrix / 2**20:.0f} MiB = {matrix / L2_BYTES:.1f}x the L2")
-    print(f"prediction, long rows (split passes, matrix >> L2): online / three-pass speedup = "
-          f"{PREDICTION[('fp32 64x2^20', 'three-pass')] / PREDICTION[('fp32 64x2^20', 'online')]:.2f}x")
+            PREDICTION[(label, name)] = (reads + writes) * matrix / (ceilings.copy_gbps * 1e9) * 1e3  # ms
+            floors.append({"shape": label, "algorithm": name, "floor µs": PREDICTION[(label, name)] * 1e3,
+                           "GB/s": gbps(2 * matrix, PREDICTION[(label, name)]), "matrix / L2": matrix / L2_BYTES})
+    display(table(floors, formats={"floor µs": ".1f", "GB/s": ".0f", "matrix / L2": ".1f"},
+                  caption=f"floor times if every pass went to HBM, from the measured copy {ceilings.copy_gbps:.0f} GB/s; "
+                          f"L2 {L2_BYTES / 2**20:.0f} MiB; the fp32 ridge point is {ceilings.ridge_point('fp32'):.1f} "
+                          f"FLOP/byte, softmax {FLOPS_PER_ELEMENT / 8:.3f}"))
 
 # %% [markdown]
 # **Prediction, written before measuring.** At 4096×16384 fp32 the fused kernel should run
@@ -276,7 +271,7 @@ def softmax_online_kernel(x_ptr, y_ptr, x_row_stride, y_row_stride, n_cols,
 # 16-byte loads of fp32 per thread per chunk, enough bytes in flight per SM to cover HBM
 # latency. Short rows get a block of `next_power_of_2(N)`.
 
-# %%
+# %% tags=["hide-input"] summary="The launchers, and the checks of their input"
 LOOP_BLOCK = 4096
 """Elements per chunk in the looped kernels (16 per thread at 8 warps)."""
 LOOP_WARPS = 8
@@ -300,19 +295,10 @@ def _loop_block(n_cols: int, block_size: int | None) -> int:
 
 
 def softmax_rowwise(x: torch.Tensor, algorithm: str = "online", block_size: int | None = None) -> torch.Tensor:
-    """Softmax over the last dim of ``x`` (M, N), one program per row.
-
-    Args:
-        x: (M, N) fp32, bf16 or fp16, rows contiguous; any row stride.
-        algorithm: ``"online"`` (2 reads + 1 write) or ``"three-pass"`` (3 reads + 1 write).
-        block_size: elements per chunk (a power of two); default min(4096, next_power_of_2(N)).
-
-    Returns:
-        (M, N) tensor of x's dtype; fp32 accumulation. An all -inf row gives NaN, as torch does.
-
-    Raises:
-        ValueError, TypeError: bad shape, stride, dtype or algorithm.
-    """
+    """Softmax over the last dim of ``x`` (M, N; fp32, bf16 or fp16; rows contiguous, any row stride),
+    one program per row: ``"online"`` (2 reads + 1 write) or ``"three-pass"`` (3 reads + 1 write), in
+    chunks of ``block_size`` (default min(4096, next_power_of_2(N))). Returns (M, N) in x's dtype,
+    fp32 inside; an all -inf row gives NaN, as torch does. Raises ValueError or TypeError on bad input."""
     _check_input(x)
     kernels = {"online": softmax_online_kernel, "three-pass": softmax_threepass_kernel}
     if algorithm not in kernels:
@@ -404,24 +390,14 @@ def normalize_kernel(x_ptr, y_ptr, pmax_ptr, psum_ptr, x_row_stride, y_row_strid
     _segment_write(x_ptr + row * x_row_stride, y_ptr + row * y_row_stride, lo, hi, m, 1.0 / s, BLOCK_SIZE)
 
 
+
+# %% tags=["hide-input"] summary="The split-row launcher: partial (max, sum) per segment, then normalise"
 def softmax_split(x: torch.Tensor, algorithm: str = "online", splits: int = 8,
                   block_size: int | None = None) -> torch.Tensor:
-    """Softmax over the last dim of ``x`` (M, N) with each row split over ``splits`` programs.
-
-    Args:
-        x: (M, N) fp32, bf16 or fp16, rows contiguous.
-        algorithm: ``"online"`` (2 launches: 2 reads + 1 write) or ``"three-pass"``
-            (3 launches: 3 reads + 1 write).
-        splits: segments per row (>= 1); segment length is a whole number of chunks, so
-            trailing segments may be empty, which the merge handles.
-        block_size: elements per chunk (a power of two); default min(4096, next_power_of_2(N)).
-
-    Returns:
-        (M, N) tensor of x's dtype; fp32 accumulation. An all -inf row gives NaN, as torch does.
-
-    Raises:
-        ValueError, TypeError: bad shape, stride, dtype, algorithm or splits.
-    """
+    """Softmax over the last dim of ``x`` (M, N; fp32, bf16 or fp16; rows contiguous) with each row split
+    over ``splits`` programs: ``"online"`` (2 launches: 2 reads + 1 write) or ``"three-pass"`` (3 launches).
+    A segment is a whole number of chunks of ``block_size``, so trailing segments may be empty, which the
+    merge handles. Returns (M, N) in x's dtype, fp32 inside. Raises ValueError or TypeError on bad input."""
     _check_input(x)
     if algorithm not in ("online", "three-pass"):
         raise ValueError(f"algorithm must be 'online' or 'three-pass', got {algorithm!r}")
@@ -488,16 +464,13 @@ def softmax_fused_kernel(x_ptr, y_ptr, x_row_stride, y_row_stride, n_rows, n_col
         tl.store(y_ptr + row64 * y_row_stride + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-# %%
+# %% tags=["hide-input"] summary="Occupancy, and the fused kernel's launcher"
 FUSED_LIMIT = 32768
 """Largest row (elements) the fused kernel accepts: 128 KB of fp32 registers, half an SM's file."""
 ELEMENTS_PER_THREAD = 32
 """Fused kernel: row elements held per thread; sets num_warps = BLOCK_SIZE / (32 * this). Tuned in section 4."""
 FUSED_LOOP_STAGES = 2
 """Fused kernel: pipelining stages of the loop over rows. Tuned in section 4."""
-REG_ALLOC_UNIT = 256  # registers are allocated per warp in units of 256 (CUDA Occupancy Calculator, cc 9.0)
-MAX_BLOCKS_PER_SM = 32  # resident blocks per SM, cc 9.0 (CUDA C++ Programming Guide, technical specifications)
-SMEM_RESERVED_PER_BLOCK = 1024  # bytes the system reserves per block, cc >= 8.0 (same guide)
 
 if interpret_mode():
     # numpy, which runs the interpreter, warns on the overflows the hard-case rows cause on purpose
@@ -506,14 +479,7 @@ if interpret_mode():
     NUM_SMS = 4  # pretend, so that the persistent loop and the dispatcher run their branches on the CPU
     print(f"interpret mode: pretending NUM_SMS = {NUM_SMS}")
 else:
-    _tprops = triton.runtime.driver.active.utils.get_device_properties(torch.cuda.current_device())
     NUM_SMS = PROPS.multi_processor_count
-    WARP_SIZE = PROPS.warp_size
-    MAX_THREADS_PER_SM = PROPS.max_threads_per_multi_processor
-    SMEM_PER_SM = PROPS.shared_memory_per_multiprocessor
-    REGS_PER_SM = _tprops["max_num_regs"]  # CUDA reports registers per block; on sm_90 that is the SM's 64 Ki
-    print(f"{NUM_SMS} SMs, {MAX_THREADS_PER_SM} threads/SM, {REGS_PER_SM} registers/SM, "
-          f"{SMEM_PER_SM // 1024} KiB shared memory/SM")
 
 
 def fused_num_warps(block_size: int, elements_per_thread: int | None = None) -> int:
@@ -523,38 +489,12 @@ def fused_num_warps(block_size: int, elements_per_thread: int | None = None) -> 
     return max(1, min(32, block_size // (32 * ept)))
 
 
-def occupancy(kernel, num_warps: int) -> dict:
-    """Resources and programs per SM of a kernel compiled with ``.warmup(...)`` (no launch).
-
-    programs_per_sm = min over registers, shared memory, threads and the block limit, each
-    from this device's per-SM resources; registers are rounded up to the per-warp
-    allocation unit. Returns n_regs (per thread), n_spills, shared_bytes (per program),
-    programs_per_sm and limited_by (the resource that sets it).
-
-    Raises:
-        AssertionError: one program does not fit on an SM.
-    """
-    kernel._init_handles()
-    regs_per_warp = math.ceil(kernel.n_regs * WARP_SIZE / REG_ALLOC_UNIT) * REG_ALLOC_UNIT
-    smem = kernel.metadata.shared
-    limits = {
-        "registers": REGS_PER_SM // (regs_per_warp * num_warps),
-        "shared memory": SMEM_PER_SM // (smem + SMEM_RESERVED_PER_BLOCK),
-        "threads": MAX_THREADS_PER_SM // (WARP_SIZE * num_warps),
-        "blocks": MAX_BLOCKS_PER_SM,
-    }
-    per_sm = min(limits.values())
-    assert per_sm >= 1, f"one program does not fit on an SM: {limits}"
-    return dict(n_regs=kernel.n_regs, n_spills=kernel.n_spills, shared_bytes=smem, programs_per_sm=per_sm,
-                limited_by=min(limits, key=limits.get))
-
-
 _FUSED_CONFIGS: dict = {}
 
 
 def fused_config(x: torch.Tensor, y: torch.Tensor, num_warps: int, loop_stages: int) -> dict:
     """Compile the fused kernel for x's dtype and row length and return its occupancy (see
-    :func:`occupancy`) with BLOCK_SIZE, num_warps and loop_stages; cached per configuration."""
+    :func:`worklog_gen.kit.measure.occupancy`) with BLOCK_SIZE, num_warps and loop_stages; cached per configuration."""
     M, N = x.shape
     block = triton.next_power_of_2(N)
     key = (x.dtype, block, num_warps, loop_stages)
@@ -568,21 +508,11 @@ def fused_config(x: torch.Tensor, y: torch.Tensor, num_warps: int, loop_stages: 
 
 def softmax_fused(x: torch.Tensor, num_warps: int | None = None, loop_stages: int | None = None,
                   n_programs: int | None = None) -> torch.Tensor:
-    """Softmax over the last dim of ``x`` (M, N) with each row held on chip: 1 read + 1 write.
-
-    Args:
-        x: (M, N) fp32, bf16 or fp16, rows contiguous, N <= FUSED_LIMIT (32768).
-        num_warps: default BLOCK_SIZE / (32 * ELEMENTS_PER_THREAD).
-        loop_stages: pipelining stages of the loop over rows; default FUSED_LOOP_STAGES.
-        n_programs: persistent grid size; default min(M, NUM_SMS * programs_per_sm) from the
-            compiled kernel's occupancy (on the CPU interpreter: min(M, NUM_SMS)).
-
-    Returns:
-        (M, N) tensor of x's dtype; fp32 accumulation. An all -inf row gives NaN, as torch does.
-
-    Raises:
-        ValueError, TypeError: bad shape, stride or dtype, or N > FUSED_LIMIT.
-    """
+    """Softmax over the last dim of ``x`` (M, N <= FUSED_LIMIT; fp32, bf16 or fp16; rows contiguous) with
+    each row held on chip: 1 read + 1 write. ``num_warps`` defaults to BLOCK_SIZE / (32 ×
+    ELEMENTS_PER_THREAD), ``loop_stages`` to FUSED_LOOP_STAGES, the persistent grid ``n_programs`` to
+    min(M, NUM_SMS × programs per SM) from the compiled kernel's occupancy. Returns (M, N) in x's
+    dtype, fp32 inside. Raises ValueError or TypeError on bad input or N > FUSED_LIMIT."""
     _check_input(x)
     M, N = x.shape
     if N > FUSED_LIMIT:
@@ -638,19 +568,9 @@ def choose_path(M: int, N: int, fused_max_n: int | None = None, block_size: int 
 
 
 def softmax(x: torch.Tensor, fused_max_n: int | None = None, block_size: int | None = None) -> torch.Tensor:
-    """Softmax over the last dim of ``x`` (M, N), choosing the kernel by row length (see choose_path).
-
-    Args:
-        x: (M, N) fp32, bf16 or fp16, rows contiguous.
-        fused_max_n: override FUSED_MAX_N (tests).
-        block_size: chunk size of the looped kernels (tests).
-
-    Returns:
-        (M, N) tensor of x's dtype; fp32 accumulation. An all -inf row gives NaN, as torch does.
-
-    Raises:
-        ValueError, TypeError: bad shape, stride or dtype.
-    """
+    """Softmax over the last dim of ``x`` (M, N; fp32, bf16 or fp16; rows contiguous), the kernel chosen
+    by row length (:func:`choose_path`; ``fused_max_n`` and ``block_size`` override it, for tests).
+    Returns (M, N) in x's dtype, fp32 inside. Raises ValueError or TypeError on bad input."""
     _check_input(x)
     path, splits = choose_path(*x.shape, fused_max_n=fused_max_n, block_size=block_size)
     if path == "fused":
@@ -680,7 +600,7 @@ for shape in [(4096, 1024), (4096, 16384), (4096, 65536), (64, 2**20), (7, 3000)
 # | 5 | logits − 1000 | no NaN (naive softmax underflows) |
 # | 6 | all `-inf` | NaN everywhere, as torch |
 
-# %%
+# %% tags=["hide-input"] summary="The hard rows, the shapes, and every variant checked against float64"
 def make_logits(M: int, N: int, dtype: torch.dtype, device: str, seed: int = 0, special: bool = True) -> torch.Tensor:
     """(M, N) random normal logits * 4 in ``dtype`` on ``device``; with ``special``, the first
     min(M, 7) rows are the hard cases of the table above."""
@@ -714,7 +634,6 @@ def check(name: str, out: torch.Tensor, x: torch.Tensor, tol: float) -> dict:
     assert not torch.isnan(out64).any(), f"{name}: NaN in rows that have a softmax"
     err = ((out64 - ref64).norm() / ref64.norm()).item()
     M, N = x.shape
-    print(f"{name:34} {str(x.dtype):15} {M:5}x{N:<7} rel err {err:.2e} (tol {tol:.0e})")
     assert err < tol, f"{name}: relative error {err:.3e} >= {tol:.0e} on {M}x{N} {x.dtype}"
     return dict(variant=name, dtype=str(x.dtype).removeprefix("torch."), M=M, N=N, rel_err=err, tol=tol)
 
@@ -724,17 +643,12 @@ TOL = {torch.float32: 1e-5, torch.bfloat16: 1e-2}  # bf16 output rounding is 2^-
 
 def variants(splits: int, block_size: int | None, fused: bool) -> dict:
     """Every softmax of this notebook as name -> callable(x), at a given chunk size and split."""
-    v = {
-        "three-pass": lambda x: softmax_rowwise(x, "three-pass", block_size=block_size),
-        "online": lambda x: softmax_rowwise(x, "online", block_size=block_size),
-        f"three-pass split-row (splits={splits})": lambda x: softmax_split(x, "three-pass", splits, block_size),
-        f"online split-row (splits={splits})": lambda x: softmax_split(x, "online", splits, block_size),
-        "dispatcher (small threshold)": lambda x: softmax(x, fused_max_n=256, block_size=block_size),
-        "dispatcher": softmax,
-    }
-    if fused:
-        v["fused"] = softmax_fused
-    return v
+    return {"three-pass": lambda x: softmax_rowwise(x, "three-pass", block_size=block_size),
+            "online": lambda x: softmax_rowwise(x, "online", block_size=block_size),
+            f"three-pass split-row (splits={splits})": lambda x: softmax_split(x, "three-pass", splits, block_size),
+            f"online split-row (splits={splits})": lambda x: softmax_split(x, "online", splits, block_size),
+            "dispatcher (small threshold)": lambda x: softmax(x, fused_max_n=256, block_size=block_size),
+            "dispatcher": softmax, **({"fused": softmax_fused} if fused else {})}
 
 
 results = []
@@ -753,14 +667,19 @@ for (M, N), dtype, splits, block in cases:
     for name, fn in variants(splits, block, fused=N <= FUSED_LIMIT).items():
         results.append(check(name, fn(x), x, TOL[dtype]))
 
-# a non-contiguous row stride (a column slice) and a single column
-x = make_logits(37, 1000, torch.float32, DEVICE, seed=1)[:, 100:881]  # (37, 781), row stride 1000
-results.append(check("online, row stride 1000", softmax_rowwise(x, "online", block_size=128), x, TOL[torch.float32]))
-results.append(check("fused, row stride 1000", softmax_fused(x), x, TOL[torch.float32]))
-x = make_logits(5, 1, torch.float32, DEVICE, special=False)
+x = make_logits(37, 1000, torch.float32, DEVICE, seed=1)[:, 100:881]  # a column slice: (37, 781), row stride 1000
+results += [check("online, row stride 1000", softmax_rowwise(x, "online", block_size=128), x, TOL[torch.float32]),
+            check("fused, row stride 1000", softmax_fused(x), x, TOL[torch.float32])]
+x = make_logits(5, 1, torch.float32, DEVICE, special=False)  # a single column
 assert torch.equal(softmax(x), torch.ones_like(x)), "softmax of one column is 1"
 save_data("correctness.csv", results)
-print(f"{len(results)} checks passed")
+worst = {}  # the worst error of each variant and dtype, over every shape
+for r in results:
+    worst[r["variant"].split(" (")[0], r["dtype"]] = max(worst.get((r["variant"].split(" (")[0], r["dtype"]), 0), r["rel_err"])
+dtypes = sorted({d for _, d in worst})
+display(table([{"variant": v, **{d: worst.get((v, d)) for d in dtypes}} for v in dict.fromkeys(k[0] for k in worst)],
+              ["variant", *dtypes], formats={d: ".1e" for d in dtypes}, caption=f"{len(results)} checks passed: worst "
+              "relative error against float64 torch.softmax, over every shape (hard rows included)"))
 
 # %% [markdown]
 # ## 4. Tuning the fused kernel at the headline shape
@@ -773,7 +692,7 @@ print(f"{len(results)} checks passed")
 # the headline shape, so the headline figure is the tuned one; the sweep in section 5 shows
 # how the choice carries to other row lengths.
 
-# %%
+# %% tags=["hide-input"] summary="Tune the fused kernel: elements per thread and loop stages"
 if interpret_mode():
     print("interpret mode: tuning skipped")
 else:
@@ -791,10 +710,10 @@ else:
             t = bench(lambda: softmax_fused(x, num_warps=nw, loop_stages=stages))
             row = dict(elements_per_thread=ept, **cfg, ms=t.ms, gbps=gbps(2 * x.numel() * 4, t.ms))
             tuning.append(row)
-            print(f"ept {ept:3} num_warps {nw:2} stages {stages}: {cfg['n_regs']:3} regs/thread, "
-                  f"{cfg['n_spills']} spills, {cfg['shared_bytes'] // 1024:3} KiB smem, "
-                  f"{cfg['programs_per_sm']} programs/SM (limited by {cfg['limited_by']}): {row['gbps']:6.0f} GB/s")
     save_data("tuning_fused.csv", tuning)
+    display(table(tuning, {"elements_per_thread": "elements/thread", "num_warps": "warps", "loop_stages": "stages",
+                           "n_regs": "registers", "n_spills": "spills", "programs_per_sm": "programs/SM",
+                           "limited_by": "limited by", "gbps": "GB/s"}, formats={"gbps": ".0f"}))
     best = max(tuning, key=lambda r: r["gbps"])
     ELEMENTS_PER_THREAD, FUSED_LOOP_STAGES = best["elements_per_thread"], best["loop_stages"]
     print(f"chosen: {ELEMENTS_PER_THREAD} elements per thread (num_warps {best['num_warps']} at 16384), "
@@ -811,7 +730,7 @@ else:
 # 20th/80th percentiles (the bands); GB/s count the compulsory bytes, one read and one
 # write of the matrix.
 
-# %%
+# %% tags=["hide-input"] summary="The sweeps: every provider at every N, checked, then timed"
 def torch_softmax(x: torch.Tensor) -> torch.Tensor:
     return torch.softmax(x, dim=-1)
 
@@ -854,8 +773,6 @@ def run_sweep(sweep: str, M: int, Ns: list[int], dtype: torch.dtype, providers) 
             rows.append(dict(sweep=sweep, provider=name, dtype=str(dtype).removeprefix("torch."), M=M, N=N,
                              ms=t.ms, ms_lo=t.ms_lo, ms_hi=t.ms_hi, gbps=gbps(nbytes, t.ms),
                              gbps_lo=gbps(nbytes, t.ms_hi), gbps_hi=gbps(nbytes, t.ms_lo)))
-        summary = "  ".join(f"{r['provider']} {r['gbps']:.0f}" for r in rows if r["N"] == N)
-        print(f"{sweep} N={N:>7} (torch.compile built in {compile_s:.1f} s): {summary} GB/s")
         del x, ref, fns, compiled
         torch.cuda.empty_cache()
     return rows
@@ -885,7 +802,7 @@ else:
 # quarter of the L2 to four times it. Both split-row variants use the dispatcher's split count; "online, 1 program/row" shows what splitting
 # buys.
 
-# %%
+# %% tags=["hide-input"] summary="The long-row sweep"
 def long_row_providers(x: torch.Tensor) -> dict:
     splits = split_count(*x.shape)
     return {
@@ -909,7 +826,7 @@ if not interpret_mode():
 # least as fast as the one-program-per-row online kernel. Small sizes are launch-bound and
 # noisy, so the decision rests on the crossover at large N, not on the first loss.
 
-# %%
+# %% tags=["hide-input"] summary="The threshold, from the sweep"
 def rate(sweep: str, provider: str, N: int, key: str = "gbps") -> float:
     (row,) = [r for r in bench_rows if r["sweep"] == sweep and r["provider"] == provider and r["N"] == N]
     return row[key]
@@ -917,13 +834,9 @@ def rate(sweep: str, provider: str, N: int, key: str = "gbps") -> float:
 
 if not interpret_mode():
     fused_Ns = sorted(r["N"] for r in bench_rows if r["sweep"] == "fp32 M=4096" and r["provider"] == "fused")
-    wins = []
-    for N in fused_Ns:
-        ratio = rate("fp32 M=4096", "fused", N) / rate("fp32 M=4096", "online", N)
-        print(f"N={N:6}: fused / online = {ratio:.2f}" + ("" if ratio >= 1 else "  (online faster)"))
-        if ratio >= 1:
-            wins.append(N)
-    FUSED_MAX_N = max(wins, default=FUSED_MAX_N)
+    ratios = {N: rate("fp32 M=4096", "fused", N) / rate("fp32 M=4096", "online", N) for N in fused_Ns}
+    FUSED_MAX_N = max((N for N, r in ratios.items() if r >= 1), default=FUSED_MAX_N)
+    display(table([{"N": N, "fused / online": r} for N, r in ratios.items()], formats={"fused / online": ".2f"}))
     print(f"FUSED_MAX_N = {FUSED_MAX_N}: the largest measured N where fused is at least as fast as online; "
           f"the dispatcher sends rows up to {FUSED_MAX_N} elements to the fused kernel")
 
@@ -933,7 +846,7 @@ if not interpret_mode():
 # The dispatcher (`softmax`) against `torch.softmax` at 4096×16384, timed back to back,
 # and the long-row online/three-pass speedup at 64×$2^{20}$ from the sweep above.
 
-# %%
+# %% tags=["hide-input"] summary="The headlines at 4096 \u00d7 16384, and on long rows"
 if interpret_mode():
     print("interpret mode: headline figures skipped")
 else:
@@ -946,29 +859,34 @@ else:
         ours, theirs = bench(lambda: softmax(x)), bench(lambda: torch_softmax(x))
         nbytes = 2 * x.numel() * x.element_size()
         head[dtype] = dict(ours=ours, torch=theirs, nbytes=nbytes, path=choose_path(4096, 16384)[0])
-        print(f"{dtype}: softmax ({head[dtype]['path']}) {ours.ms * 1e3:.1f} us = {gbps(nbytes, ours.ms):.0f} GB/s; "
-              f"torch.softmax {theirs.ms * 1e3:.1f} us = {gbps(nbytes, theirs.ms):.0f} GB/s")
         del x, ref, out
     f32, b16 = head[torch.float32], head[torch.bfloat16]
     headline("fp32_4096x16384_vs_torch", f32["torch"].ms / f32["ours"].ms, "x",
-             "torch.softmax time / this notebook's softmax time, fp32 4096x16384, do_bench medians")
+             "torch.softmax time / this notebook's softmax time, fp32 4096x16384, do_bench medians",
+             label="Softmax, fp32, 4096 × 16384", goal=1.0, baseline="torch.softmax, same run")
     headline("fp32_4096x16384_frac_copy", gbps(f32["nbytes"], f32["ours"].ms) / ceilings.copy_gbps, "fraction",
-             "softmax GB/s (one read + one write) / measured copy GB/s, fp32 4096x16384")
+             "softmax GB/s (one read + one write) / measured copy GB/s, fp32 4096x16384",
+             label="Softmax, fraction of the copy roof", goal=0.85, baseline="a device copy, measured")
     headline("bf16_4096x16384_vs_torch", b16["torch"].ms / b16["ours"].ms, "x",
-             "torch.softmax time / this notebook's softmax time, bf16 4096x16384, do_bench medians")
+             "torch.softmax time / this notebook's softmax time, bf16 4096x16384, do_bench medians",
+             label="Softmax, bf16, 4096 × 16384", goal=1.0, baseline="torch.softmax, same run")
     headline("online_vs_threepass_long_rows",
              rate("fp32 M=64", "three-pass split-row", 2**20, "ms") / rate("fp32 M=64", "online split-row", 2**20, "ms"),
-             "x", "three-pass split-row time / online split-row time, fp32 64x2^20 (256 MiB, > L2)")
+             "x", "three-pass split-row time / online split-row time, fp32 64x2^20 (256 MiB, > L2)",
+             label="Online over three-pass, 64 rows of 2^20", goal=4 / 3,
+             baseline="three-pass split-row (predicted 4/3 from the pass count)")
+    display(table([{"dtype": str(d).removeprefix("torch."), "path": h["path"], "softmax µs": h["ours"].ms * 1e3,
+                    "torch.softmax µs": h["torch"].ms * 1e3, "softmax GB/s": gbps(h["nbytes"], h["ours"].ms)}
+                   for d, h in head.items()], formats={"softmax µs": ".1f", "torch.softmax µs": ".1f",
+                                                       "softmax GB/s": ".0f"}))
     save_data("headline_timings.csv", [
         dict(dtype=str(d).removeprefix("torch."), provider=p, ms=h[p].ms, ms_lo=h[p].ms_lo, ms_hi=h[p].ms_hi,
              gbps=gbps(h["nbytes"], h[p].ms)) for d, h in head.items() for p in ("ours", "torch")])
 
 # %% [markdown]
-# ### fp32, 4096 rows
-#
-# The dashed line is the measured copy bandwidth: the fused kernel's ceiling.
+# ### The sweeps: fp32 and bf16 with 4096 rows, and 64 long rows
 
-# %%
+# %% tags=["hide-input"] summary="Plot the three sweeps"
 def sweep_plot(sweep: str, title: str):
     return benchmark_chart([r for r in bench_rows if r["sweep"] == sweep], x="N", y="gbps", y_lo="gbps_lo",
                            y_hi="gbps_hi", xlabel="N (row length, elements)",
@@ -978,19 +896,7 @@ def sweep_plot(sweep: str, title: str):
 
 if not interpret_mode():
     display(sweep_plot("fp32 M=4096", f"Softmax fp32, M = 4096, {ceilings.device}"))
-
-# %% [markdown]
-# ### bf16, 4096 rows
-
-# %%
-if not interpret_mode():
     display(sweep_plot("bf16 M=4096", f"Softmax bf16 (fp32 inside), M = 4096, {ceilings.device}"))
-
-# %% [markdown]
-# ### Long rows, 64 rows
-
-# %%
-if not interpret_mode():
     display(sweep_plot("fp32 M=64", f"Softmax fp32, M = 64 long rows, {ceilings.device}"))
 
 # %% [markdown]
@@ -1001,7 +907,7 @@ if not interpret_mode():
 # the memory slope; the vertical gap below it is the extra traffic (or latency) of each
 # algorithm.
 
-# %%
+# %% tags=["hide-input"] summary="Roofline points"
 if not interpret_mode():
     points = []
     for sweep, N, esize, providers in [
@@ -1027,78 +933,68 @@ if not interpret_mode():
 # rows are in flight at once: programs per SM (from the compiled online kernel's
 # registers and shared memory) × SMs × row bytes, against the L2 size.
 
-# %%
+# %% tags=["hide-input"] summary="The numbers of this run"
 def verdict(measured: float, bound: float) -> str:
     return "above the HBM-only bound: part of the re-reads hit L2" if measured > bound else "at or below the HBM-only bound"
 
 
 if interpret_mode():
-    print("interpret mode: no measurements to interpret")
+    display(prose("Interpret mode: the kernels were checked; nothing was timed."))
 else:
-    copy = ceilings.copy_gbps
-    s = "fp32 M=4096"
-    print(f"4096x16384 fp32 (prediction: fused at ~copy, {PREDICTION[('fp32 4096x16384', 'fused')] * 1e3:.0f} us):")
-    for p in ("fused", "online", "three-pass", "torch.softmax", "torch.compile"):
-        print(f"  {p:14} {rate(s, p, 16384):6.0f} GB/s = {rate(s, p, 16384) / copy:4.0%} of copy, "
-              f"{rate(s, p, 16384, 'ms') * 1e3:7.1f} us")
+    copy, s, b, L = ceilings.copy_gbps, "fp32 M=4096", "bf16 M=4096", "fp32 M=64"
+    display(table([{"provider": p, "GB/s": rate(s, p, 16384), "of copy": rate(s, p, 16384) / copy,
+                    "µs": rate(s, p, 16384, "ms") * 1e3} for p in ("fused", "online", "three-pass", "torch.softmax",
+                                                                   "torch.compile")],
+                  formats={"GB/s": ".0f", "of copy": ".0%", "µs": ".1f"}, caption="4096 × 16384, fp32"))
     cfg = fused_config(torch.empty((1, 16384), device=DEVICE), torch.empty((1, 16384), device=DEVICE),
                        fused_num_warps(16384), FUSED_LOOP_STAGES)
-    print(f"  fused: {cfg['num_warps']} warps, {cfg['n_regs']} registers/thread, {cfg['n_spills']} spills, "
-          f"{cfg['programs_per_sm']} programs (rows) per SM, limited by {cfg['limited_by']}")
     probe = torch.empty((1, 16384), device=DEVICE)
     online_occ = occupancy(softmax_online_kernel.warmup(probe, probe, 16384, 16384, 16384, BLOCK_SIZE=LOOP_BLOCK,
                                                         num_warps=LOOP_WARPS, grid=(1,)), LOOP_WARPS)
     in_flight = NUM_SMS * online_occ["programs_per_sm"] * 16384 * 4
-    print(f"  online, one program per row: {online_occ['programs_per_sm']} programs per SM "
-          f"(limited by {online_occ['limited_by']}) -> {in_flight / 2**20:.0f} MiB of rows in flight "
-          f"vs {L2_BYTES / 2**20:.0f} MiB of L2")
-    for p, bound in (("online", 2 / 3), ("three-pass", 1 / 2)):
-        frac = rate(s, p, 16384) / copy
-        print(f"  {p}: {frac:.0%} of copy, {verdict(frac, bound)} ({bound:.0%})")
-    print(f"  fused vs torch.softmax: {rate(s, 'fused', 16384) / rate(s, 'torch.softmax', 16384):.2f}x; "
-          f"vs torch.compile: {rate(s, 'fused', 16384) / rate(s, 'torch.compile', 16384):.2f}x")
-    print(f"  N=256 (4 MiB): fused {rate(s, 'fused', 256, 'ms') * 1e3:.1f} us, torch.softmax "
-          f"{rate(s, 'torch.softmax', 256, 'ms') * 1e3:.1f} us, against a copy floor of "
-          f"{2 * 4096 * 256 * 4 / (copy * 1e9) * 1e6:.1f} us")
-    print(f"  dispatch threshold chosen from the sweep: FUSED_MAX_N = {FUSED_MAX_N}")
-    b = "bf16 M=4096"
-    print(f"4096x16384 bf16: fused {rate(b, 'fused', 16384):.0f} GB/s = {rate(b, 'fused', 16384) / copy:.0%} of copy; "
-          f"{rate(b, 'fused', 16384) / rate(b, 'torch.softmax', 16384):.2f}x torch.softmax, "
-          f"{rate(b, 'fused', 16384) / rate(b, 'torch.compile', 16384):.2f}x torch.compile")
-    L = "fp32 M=64"
     predicted = PREDICTION[("fp32 64x2^20", "three-pass")] / PREDICTION[("fp32 64x2^20", "online")]
-    print(f"long rows, online split-row over three-pass split-row (prediction when the matrix >> L2: {predicted:.2f}x):")
-    for N in sorted({r["N"] for r in bench_rows if r["sweep"] == L}):
-        speedup = rate(L, "three-pass split-row", N, "ms") / rate(L, "online split-row", N, "ms")
-        split_gain = rate(L, "online split-row", N) / rate(L, "online, 1 program/row", N)
-        print(f"  N=2^{int(math.log2(N)):2}: matrix {64 * N * 4 / 2**20:4.0f} MiB = {64 * N * 4 / L2_BYTES:3.1f}x L2; "
-              f"online {rate(L, 'online split-row', N):5.0f} GB/s, three-pass {rate(L, 'three-pass split-row', N):5.0f} "
-              f"GB/s: {speedup:.2f}x; split rows vs 1 program/row: {split_gain:.2f}x")
+    long_rows = [f"2^{int(math.log2(N))} ({64 * N * 4 / L2_BYTES:.1f}× L2): "
+                 f"{rate(L, 'three-pass split-row', N, 'ms') / rate(L, 'online split-row', N, 'ms'):.2f}×"
+                 for N in sorted({r["N"] for r in bench_rows if r["sweep"] == L})]
     frac = rate(L, "online split-row", 2**20) / copy
-    print(f"  at 2^20 online split-row reaches {frac:.0%} of copy, {verdict(frac, 2 / 3)} ({2 / 3:.0%}); "
-          f"torch.softmax {rate(L, 'torch.softmax', 2**20) / copy:.0%}, torch.compile {rate(L, 'torch.compile', 2**20) / copy:.0%}")
+    display(prose(
+        f"- **fp32, 4096 × 16384** (predicted: fused at about the copy rate, "
+        f"{PREDICTION[('fp32 4096x16384', 'fused')] * 1e3:.0f} µs): the fused kernel runs {cfg['num_warps']} warps, "
+        f"{cfg['n_regs']} registers a thread, {cfg['n_spills']} spills, {cfg['programs_per_sm']} rows per SM "
+        f"(limited by {cfg['limited_by']}); {rate(s, 'fused', 16384) / rate(s, 'torch.softmax', 16384):.2f}× "
+        f"torch.softmax, {rate(s, 'fused', 16384) / rate(s, 'torch.compile', 16384):.2f}× torch.compile.\n"
+        f"- **Online, one program per row:** {online_occ['programs_per_sm']} programs per SM (limited by "
+        f"{online_occ['limited_by']}), {in_flight / 2**20:.0f} MiB of rows in flight against {L2_BYTES / 2**20:.0f} MiB "
+        f"of L2. Online {rate(s, 'online', 16384) / copy:.0%} of copy, {verdict(rate(s, 'online', 16384) / copy, 2 / 3)} "
+        f"(67 %); three-pass {rate(s, 'three-pass', 16384) / copy:.0%}, "
+        f"{verdict(rate(s, 'three-pass', 16384) / copy, 1 / 2)} (50 %).\n"
+        f"- **Small rows:** at N = 256 (4 MiB) fused {rate(s, 'fused', 256, 'ms') * 1e3:.1f} µs, torch.softmax "
+        f"{rate(s, 'torch.softmax', 256, 'ms') * 1e3:.1f} µs, against a copy floor of "
+        f"{2 * 4096 * 256 * 4 / (copy * 1e9) * 1e6:.1f} µs. The dispatcher sends rows up to {FUSED_MAX_N} to the fused kernel.\n"
+        f"- **bf16, 4096 × 16384:** fused {rate(b, 'fused', 16384):.0f} GB/s, {rate(b, 'fused', 16384) / copy:.0%} of copy; "
+        f"{rate(b, 'fused', 16384) / rate(b, 'torch.softmax', 16384):.2f}× torch.softmax, "
+        f"{rate(b, 'fused', 16384) / rate(b, 'torch.compile', 16384):.2f}× torch.compile.\n"
+        f"- **Long rows,** online split-row over three-pass split-row (predicted {predicted:.2f}× once the matrix is "
+        f"well past L2): {'; '.join(long_rows)}. At 2^20 online split-row reaches {frac:.0%} of copy, "
+        f"{verdict(frac, 2 / 3)}; torch.softmax {rate(L, 'torch.softmax', 2**20) / copy:.0%}, torch.compile "
+        f"{rate(L, 'torch.compile', 2**20) / copy:.0%}."))
 
 # %% [markdown]
 # **What the numbers mean.**
 #
-# - *Fused vs copy.* The fused kernel reads each element once and writes it once, exactly
-#   what a copy does, so its ceiling is the copy bandwidth. What it can lose is latency it
-#   fails to hide: between loading a row and storing it a program does two block-wide
-#   reductions with no loads in flight. Several resident programs per SM and the pipelined
-#   loop over rows (the next row is fetched while the current one is reduced) cover that gap.
-# - *Online and three-pass at M = 4096.* Each program re-reads a row it touched
-#   microseconds earlier. When the rows in flight fit in L2, the re-reads are L2 hits and
-#   the extra passes cost much less than the HBM-only bound: the pass count hides.
-# - *Long rows.* Each pass is a launch over the whole matrix. Once the matrix is several
-#   times the L2, the second and third reads come from HBM and the online/three-pass
-#   speedup approaches the 4/3 of the pass count; below the L2 size the re-reads are
-#   cheap and the gap shrinks. Splitting rows is what lets either algorithm use all SMs
-#   when there are only 64 rows.
-# - *Where fused stops.* The longer the row held in registers, the fewer programs fit per
-#   SM and the less latency is hidden; past the measured threshold the two-pass online
-#   kernel, whose second read can come from L2, is the better choice.
+# - *Fused vs copy.* The fused kernel reads each element once and writes it once, as a copy
+#   does, so its ceiling is the copy bandwidth. What it can lose is latency: between loading a
+#   row and storing it a program does two block-wide reductions with no loads in flight.
+#   Several programs per SM, and the loop over rows that fetches the next row during the
+#   reductions, cover that gap.
+# - *Online and three-pass at M = 4096.* Each program re-reads a row it touched microseconds
+#   earlier; when the rows in flight fit in L2, the re-reads are L2 hits and the pass count hides.
+# - *Long rows.* Each pass is a launch over the whole matrix. Once the matrix is several times
+#   the L2, the second and third reads come from HBM and online approaches 4/3 of three-pass.
+#   Splitting rows is what lets either algorithm use every SM with only 64 rows.
+# - *Where fused stops.* The longer the row held in registers, the fewer programs fit per SM
+#   and the less latency is hidden; past the measured threshold online, whose second read can
+#   come from L2, is the better choice.
 #
-# **Next:** [FlashAttention](flash-attention.md) carries the same running max and sum
-# through attention, where each row of scores is $QK^\top$ for one query and is never
-# written to memory at all: the online rule rescales the output accumulator along with
-# the sum.
+# **Next:** [FlashAttention](flash-attention.md) carries the same running max and sum through
+# attention, whose rows of scores are never written at all, rescaling the output with the sum.

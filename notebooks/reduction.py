@@ -5,7 +5,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.16.0
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -21,7 +21,16 @@
 # *CUDA by Example* (Sanders & Kandrot, 2010, chapter 5): each thread accumulates a
 # partial sum, the block adds its partials in a tree in shared memory, and the book warns
 # that the tree needs a block size that is a power of two. This notebook builds that
-# kernel, breaks it on purpose, fixes it, and then takes the steps the field took after it:
+# kernel, breaks it on purpose, fixes it, and then takes the steps the field took after it.
+#
+# You will learn:
+#
+# - why *CUDA by Example*'s tree loses partial sums when a block is not a power of two;
+# - what warp shuffles and 16-byte loads change, and what they do not (at 2^28 elements, the bytes set the time);
+# - whether one `atomicAdd` per block or a second pass combines the partial sums better;
+# - how the order of summation sets a sum's error, and how close a sum comes to the read roof.
+#
+# The versions:
 #
 # | version | idea |
 # |---|---|
@@ -34,15 +43,15 @@
 # Each block's result reaches the final sum in one of two ways, both measured: one
 # `atomicAdd` per block, or a second pass over an array of per-block partial sums.
 
-# %%
-import time
-
+# %% tags=["hide-input"] summary="Imports and settings"
 import numpy as np
 import torch
 import triton
 import triton.language as tl
 from IPython.display import display
 
+from worklog_gen.kit.cuda import compile_cuda, show_source
+from worklog_gen.kit.markdown import prose, table
 from worklog_gen.kit.measure import bench, gbps, gpu_info, measure_ceilings
 from worklog_gen.kit.notebook import headline, interpret_mode, save_data
 from worklog_gen.kit.paired import paired_ratio
@@ -80,7 +89,7 @@ if GPU:
 # does nothing but stream the array in (Section 7), and every version is held against both
 # roofs.
 
-# %%
+# %% tags=["hide-input"] summary="Bytes, FLOPs and the measured roofs"
 def reduction_traffic(n: int, dtype: torch.dtype, dot: bool = False) -> tuple[int, int]:
     """FLOPs and compulsory bytes of ``sum(x)`` (or ``dot(x, y)``) over ``n`` elements:
     n - 1 adds (a dot adds n multiplies); one read of each input, one 4-byte fp32 result."""
@@ -116,7 +125,8 @@ else:
 #
 # ## 2. The CUDA C kernels
 #
-# `tree_kernel` is the book's dot product (with `y == nullptr` it sums `x`). Each thread
+# The kernels are in `notebooks/cuda/reduction.cu`, the PyTorch bindings in
+# `reduction.cpp`. `tree_kernel` is the book's dot product (with `y == nullptr` it sums `x`). Each thread
 # walks the array with a stride of the whole grid, adding into a register, then writes its
 # partial into shared memory. The block then halves the number of active threads, each
 # adding the element `i` places above it, until `cache[0]` holds the block's sum. With
@@ -132,304 +142,19 @@ else:
 # XOR of the bits (so the compiler cannot drop the loads), and one word written per block.
 
 # %%
-CUDA_SRC = r"""
-#include <algorithm>
-#include <cstdint>
-#include <cuda_runtime.h>
+display(show_source("cuda/reduction.cu", kernels=("tree_kernel", "shuffle_kernel", "vec16_kernel", "read_kernel")))
 
-constexpr unsigned kFullMask = 0xffffffffu;
-
-// One input element, or the product of two for a dot product.
-template <bool kDot>
-__device__ __forceinline__ float term(const float* __restrict__ x, const float* __restrict__ y, int64_t i) {
-  return kDot ? x[i] * y[i] : x[i];
-}
-
-// The block's result goes to out: one atomicAdd per block (out zeroed first), or out[blockIdx.x].
-template <bool kAtomic>
-__device__ __forceinline__ void store_block_sum(float* __restrict__ out, float v) {
-  if (kAtomic) atomicAdd(out, v);
-  else out[blockIdx.x] = v;
-}
-
-// v1: CUDA by Example's dot product. cache has blockDim.x floats (dynamic shared memory).
-template <bool kDot, bool kAtomic, bool kPowerOfTwoOnly>
-__global__ void tree_kernel(const float* __restrict__ x, const float* __restrict__ y, int64_t n,
-                            float* __restrict__ out) {
-  extern __shared__ float cache[];
-  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
-  float acc = 0.f;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) acc += term<kDot>(x, y, i);
-  cache[threadIdx.x] = acc;
-  __syncthreads();
-  if (kPowerOfTwoOnly) {
-    for (unsigned i = blockDim.x / 2; i != 0; i /= 2) {  // the book's loop
-      if (threadIdx.x < i) cache[threadIdx.x] += cache[threadIdx.x + i];
-      __syncthreads();
-    }
-  } else {
-    unsigned i = 1;
-    while (i < blockDim.x) i *= 2;  // the next power of two >= blockDim.x
-    for (i /= 2; i != 0; i /= 2) {
-      if (threadIdx.x < i && threadIdx.x + i < blockDim.x) cache[threadIdx.x] += cache[threadIdx.x + i];
-      __syncthreads();
-    }
-  }
-  if (threadIdx.x == 0) store_block_sum<kAtomic>(out, cache[0]);
-}
-
-// The sum of v over a warp, in lane 0: five shuffles, each halving the lanes that matter.
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(kFullMask, v, offset);
-  return v;
-}
-
-// The sum of v over the block, in thread 0. blockDim.x is a multiple of 32, at most 1024.
-__device__ __forceinline__ float block_sum(float v) {
-  __shared__ float warp_sums[32];
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  v = warp_sum(v);
-  if (lane == 0) warp_sums[warp] = v;
-  __syncthreads();
-  v = threadIdx.x < blockDim.x / 32 ? warp_sums[threadIdx.x] : 0.f;
-  return warp == 0 ? warp_sum(v) : 0.f;
-}
-
-// v2: grid-stride partials, then warp shuffles.
-template <bool kDot, bool kAtomic>
-__global__ void shuffle_kernel(const float* __restrict__ x, const float* __restrict__ y, int64_t n,
-                               float* __restrict__ out) {
-  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
-  float acc = 0.f;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) acc += term<kDot>(x, y, i);
-  acc = block_sum(acc);
-  if (threadIdx.x == 0) store_block_sum<kAtomic>(out, acc);
-}
-
-// v3: 16-byte loads, kUnroll float4 of each input in flight per thread, then warp shuffles.
-// x and y must be 16-byte aligned; the n % 4 tail is read one float at a time.
-template <bool kDot, bool kAtomic, int kUnroll>
-__global__ void vec16_kernel(const float* __restrict__ x, const float* __restrict__ y, int64_t n,
-                             float* __restrict__ out) {
-  const int64_t n4 = n / 4;
-  const int64_t tid = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
-  const float4* x4 = reinterpret_cast<const float4*>(x);
-  const float4* y4 = reinterpret_cast<const float4*>(y);
-  float acc = 0.f;
-  for (int64_t base = tid; base < n4; base += kUnroll * stride) {
-    float4 a[kUnroll], b[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int64_t i = base + u * stride;  // neighbouring threads read neighbouring vectors
-      a[u] = i < n4 ? x4[i] : make_float4(0.f, 0.f, 0.f, 0.f);
-      if (kDot) b[u] = i < n4 ? y4[i] : make_float4(0.f, 0.f, 0.f, 0.f);
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      if (kDot) acc += a[u].x * b[u].x + a[u].y * b[u].y + a[u].z * b[u].z + a[u].w * b[u].w;
-      else acc += (a[u].x + a[u].y) + (a[u].z + a[u].w);
-    }
-  }
-  for (int64_t i = n4 * 4 + tid; i < n; i += stride) acc += term<kDot>(x, y, i);
-  acc = block_sum(acc);
-  if (threadIdx.x == 0) store_block_sum<kAtomic>(out, acc);
-}
-
-// The read roof's candidate: stream x in with 16-byte loads, kUnroll in flight, XOR the bits.
-template <int kUnroll>
-__global__ void read_kernel(const float* __restrict__ x, int64_t n, unsigned* __restrict__ sink) {
-  const int64_t n4 = n / 4;
-  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
-  const uint4* x4 = reinterpret_cast<const uint4*>(x);
-  unsigned bits = 0;
-  for (int64_t base = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; base < n4; base += kUnroll * stride) {
-    uint4 a[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int64_t i = base + u * stride;
-      a[u] = i < n4 ? x4[i] : make_uint4(0u, 0u, 0u, 0u);
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) bits ^= a[u].x ^ a[u].y ^ a[u].z ^ a[u].w;
-  }
-#pragma unroll
-  for (int offset = 16; offset > 0; offset /= 2) bits ^= __shfl_down_sync(kFullMask, bits, offset);
-  if (threadIdx.x % 32 == 0) atomicXor(sink, bits);  // keeps every load; one word for all blocks
-}
-
-// At most as many blocks as fit on the GPU at once (the occupancy API, from the kernel's
-// registers and shared memory), as many as there are elements to give each thread one, and
-// at most max_blocks. Launches `kernel` on them and returns the block count.
-template <typename Kernel>
-int launch_resident(Kernel kernel, int threads, size_t smem, int64_t work, int max_blocks, int sm_count,
-                    cudaStream_t stream, const float* x, const float* y, int64_t n, float* out) {
-  int per_sm = 0;
-  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem);
-  const int64_t needed = std::max<int64_t>((work + threads - 1) / threads, 1);
-  const int blocks = int(std::min<int64_t>({needed, int64_t(sm_count) * std::max(per_sm, 1), int64_t(max_blocks)}));
-  kernel<<<blocks, threads, smem, stream>>>(x, y, n, out);
-  return blocks;
-}
-
-// Launch version `variant` (1 = tree as in the book, 2 = tree fixed, 3 = shuffle,
-// 4 = 16-byte) with `threads` per block. Each block's sum goes to out[0] by atomicAdd
-// (atomic), or to partial[block], after which one block of 1024 threads sums the partials
-// into out[0] (second pass). partial holds max_blocks <= 1024 floats. Returns the launch status.
-template <bool kDot>
-cudaError_t launch_reduce(int variant, int threads, bool atomic, const float* x, const float* y, int64_t n,
-                          float* out, float* partial, int max_blocks, int sm_count, cudaStream_t stream) {
-  const size_t smem = variant <= 2 ? threads * sizeof(float) : 0;
-  const int64_t work = variant == 4 ? n / 4 : n;  // one float4 per thread per pass for the 16-byte version
-  float* dst = atomic ? out : partial;
-  if (atomic) cudaMemsetAsync(out, 0, sizeof(float), stream);
-  int blocks = 0;
-  const auto go = [&](auto kernel) {
-    blocks = launch_resident(kernel, threads, smem, work, max_blocks, sm_count, stream, x, y, n, dst);
-  };
-  if (atomic) {
-    if (variant == 1) go(tree_kernel<kDot, true, true>);
-    else if (variant == 2) go(tree_kernel<kDot, true, false>);
-    else if (variant == 3) go(shuffle_kernel<kDot, true>);
-    else go(vec16_kernel<kDot, true, 4>);
-  } else {
-    if (variant == 1) go(tree_kernel<kDot, false, true>);
-    else if (variant == 2) go(tree_kernel<kDot, false, false>);
-    else if (variant == 3) go(shuffle_kernel<kDot, false>);
-    else go(vec16_kernel<kDot, false, 4>);
-    shuffle_kernel<false, false><<<1, 1024, 0, stream>>>(partial, nullptr, blocks, out);
-  }
-  return cudaGetLastError();
-}
-
-cudaError_t launch_sum(int variant, int threads, bool atomic, const float* x, int64_t n, float* out,
-                       float* partial, int max_blocks, int sm_count, cudaStream_t stream) {
-  return launch_reduce<false>(variant, threads, atomic, x, nullptr, n, out, partial, max_blocks, sm_count, stream);
-}
-
-cudaError_t launch_dot(int variant, int threads, bool atomic, const float* x, const float* y, int64_t n,
-                       float* out, float* partial, int max_blocks, int sm_count, cudaStream_t stream) {
-  return launch_reduce<true>(variant, threads, atomic, x, y, n, out, partial, max_blocks, sm_count, stream);
-}
-
-cudaError_t launch_read(int unroll, int threads, const float* x, int64_t n, unsigned* sink, int sm_count,
-                        cudaStream_t stream) {
-  cudaMemsetAsync(sink, 0, sizeof(unsigned), stream);
-  const auto go = [&](auto kernel) {
-    int per_sm = 0;
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0);
-    const int64_t needed = std::max<int64_t>((n / 4 + threads - 1) / threads, 1);
-    const int blocks = int(std::min<int64_t>(needed, int64_t(sm_count) * std::max(per_sm, 1)));
-    kernel<<<blocks, threads, 0, stream>>>(x, n, sink);
-  };
-  if (unroll == 1) go(read_kernel<1>);
-  else if (unroll == 2) go(read_kernel<2>);
-  else if (unroll == 4) go(read_kernel<4>);
-  else go(read_kernel<8>);
-  return cudaGetLastError();
-}
-"""
-
-# The PyTorch side: checks, buffers and the current stream. Kept out of the .cu source so
-# that nvcc compiles the kernels without PyTorch's headers.
-CPP_SRC = r"""
-#include <torch/extension.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAStream.h>
-#include <cuda_runtime_api.h>
-
-cudaError_t launch_sum(int variant, int threads, bool atomic, const float* x, int64_t n, float* out,
-                       float* partial, int max_blocks, int sm_count, cudaStream_t stream);
-cudaError_t launch_dot(int variant, int threads, bool atomic, const float* x, const float* y, int64_t n,
-                       float* out, float* partial, int max_blocks, int sm_count, cudaStream_t stream);
-cudaError_t launch_read(int unroll, int threads, const float* x, int64_t n, unsigned* sink, int sm_count,
-                        cudaStream_t stream);
-
-namespace {
-
-constexpr int kMaxBlocks = 1024;  // the second pass is one block of 1024 threads, one partial each
-
-int sm_count() {
-  int device = 0, count = 0;
-  C10_CUDA_CHECK(cudaGetDevice(&device));
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
-  return count;
-}
-
-void check_input(const torch::Tensor& t) {
-  TORCH_CHECK(t.is_cuda() && t.is_contiguous() && t.scalar_type() == torch::kFloat32,
-              "inputs must be contiguous float32 CUDA tensors");
-  TORCH_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0, "16-byte loads need 16-byte aligned data");
-}
-
-void check_threads(int variant, int threads) {
-  TORCH_CHECK(threads > 0 && threads <= 1024, "threads per block must be in 1..1024, got ", threads);
-  TORCH_CHECK(variant <= 2 || threads % 32 == 0, "the shuffle versions need whole warps, got ", threads);
-}
-
-}  // namespace
-
-torch::Tensor reduce_sum(torch::Tensor x, int64_t variant, int64_t threads, bool atomic) {
-  check_input(x);
-  check_threads(variant, threads);
-  static const int sms = sm_count();
-  auto out = torch::zeros({}, x.options());
-  auto partial = torch::empty({kMaxBlocks}, x.options());
-  C10_CUDA_CHECK(launch_sum(variant, threads, atomic, x.data_ptr<float>(), x.numel(), out.data_ptr<float>(),
-                            partial.data_ptr<float>(), kMaxBlocks, sms, c10::cuda::getCurrentCUDAStream()));
-  return out;
-}
-
-torch::Tensor reduce_dot(torch::Tensor x, torch::Tensor y, int64_t variant, int64_t threads, bool atomic) {
-  check_input(x);
-  check_input(y);
-  TORCH_CHECK(x.sizes() == y.sizes(), "shapes differ: ", x.sizes(), " vs ", y.sizes());
-  check_threads(variant, threads);
-  static const int sms = sm_count();
-  auto out = torch::zeros({}, x.options());
-  auto partial = torch::empty({kMaxBlocks}, x.options());
-  C10_CUDA_CHECK(launch_dot(variant, threads, atomic, x.data_ptr<float>(), y.data_ptr<float>(), x.numel(),
-                            out.data_ptr<float>(), partial.data_ptr<float>(), kMaxBlocks, sms,
-                            c10::cuda::getCurrentCUDAStream()));
-  return out;
-}
-
-torch::Tensor read_only(torch::Tensor x, int64_t unroll, int64_t threads) {
-  check_input(x);
-  static const int sms = sm_count();
-  auto sink = torch::zeros({1}, x.options().dtype(torch::kInt32));
-  C10_CUDA_CHECK(launch_read(unroll, threads, x.data_ptr<float>(), x.numel(),
-                             reinterpret_cast<unsigned*>(sink.data_ptr<int32_t>()), sms,
-                             c10::cuda::getCurrentCUDAStream()));
-  return sink;
-}
-"""
-
+# %% tags=["hide-input"] summary="Compile the kernels, and their Python launchers"
 # (variant, name) of the versions above; `atomic` picks the combine.
 CUDA_VERSIONS = {1: "cuda tree (book)", 2: "cuda tree", 3: "cuda shuffle", 4: "cuda 16-byte"}
 CUDA_THREADS = 256  # 8 warps per block; a power of two
 
 cuda_ext = None
 if GPU:
-    import inspect
-
-    from torch.utils.cpp_extension import load_inline
-
-    major, minor = torch.cuda.get_device_capability()
-    lean = "no_implicit_headers" in inspect.signature(load_inline).parameters
-    start = time.perf_counter()
-    cuda_ext = load_inline(
-        name="reduction_cuda",
-        cpp_sources=CPP_SRC,
-        cuda_sources=CUDA_SRC,
-        functions=["reduce_sum", "reduce_dot", "read_only"],
-        extra_cuda_cflags=["-O3", f"-arch=sm_{major}{minor}"],
-        **({"no_implicit_headers": True} if lean else {}),
-    )
-    print(f"compiled for sm_{major}{minor} in {time.perf_counter() - start:.1f} s")
+    cuda_ext = compile_cuda("reduction_cuda", cuda="cuda/reduction.cu", cpp="cuda/reduction.cpp",
+                            functions=["reduce_sum", "reduce_dot", "read_only"])
 else:
-    print("CPU mode: CUDA C kernels not compiled (load_inline needs nvcc and a GPU); "
+    print("CPU mode: CUDA C kernels not compiled (they need nvcc and a GPU); "
           "tests/test_reduction_kernels.py compiles them to PTX")
 
 
@@ -457,10 +182,12 @@ def cuda_dot(variant: int, atomic: bool, threads: int = CUDA_THREADS):
 if GPU:
     ones = torch.ones(1823 * 781, device=DEVICE)
     exact = float(ones.numel())
+    bug_rows = []
     for variant, threads in ((1, 384), (1, 256), (2, 384)):
         got = cuda_sum(variant, atomic=True, threads=threads)(ones).item()
-        print(f"{CUDA_VERSIONS[variant]:>18}, {threads} threads/block: sum = {got:>12,.0f} "
-              f"(expected {exact:,.0f}; error {got - exact:+,.0f} = {(got - exact) / exact:+.2%})")
+        bug_rows.append({"version": CUDA_VERSIONS[variant], "threads per block": threads, "sum": f"{got:,.0f}",
+                         "expected": f"{exact:,.0f}", "error": f"{(got - exact) / exact:+.2%}"})
+    display(table(bug_rows, caption="1,423,763 ones, summed"))
     book_wrong = cuda_sum(1, atomic=True, threads=384)(ones).item()
     assert book_wrong != exact, "the book's loop should lose partial sums at 384 threads"
     assert cuda_sum(2, atomic=True, threads=384)(ones).item() == exact
@@ -601,7 +328,7 @@ def triton_split(x: torch.Tensor, y: torch.Tensor | None = None, *, BLOCK_SIZE: 
 # point summation", SIAM J. Sci. Comput. 14(4), 1993). The check uses a tolerance of
 # $10^{-5}$ relative, well inside the first bound and far above what a wrong sum gives.
 
-# %%
+# %% tags=["hide-input"] summary="Check every version against float64 on irregular sizes"
 def rel_err(got: float, ref: float) -> float:
     """|got − ref| / |ref| (ref computed in float64)."""
     return abs(got - ref) / abs(ref)
@@ -640,11 +367,13 @@ for dot in (False, True):
                 assert err < 1e-5, f"{name} {'dot' if dot else 'sum'} {DTYPE_NAME[dtype]} n={n}: rel. error {err:.2e}"
 save_data("correctness.csv", correctness)
 worst = {}
-for row in correctness:
-    key = (row["op"], row["dtype"], row["version"])
-    worst[key] = max(worst.get(key, 0.0), row["rel_err"])
-for (op, dtype, name), err in worst.items():
-    print(f"{op} {dtype} {name:>24}: worst rel. error over n in {CHECK_SIZES}: {err:.1e}")
+for row in correctness:  # one row per version, one column per op and dtype: the worst error over every n
+    cell = worst.setdefault(row["version"], {"version": row["version"]})
+    column = f"{row['op']} {row['dtype']}"
+    cell[column] = max(cell.get(column, 0.0), row["rel_err"])
+columns = list(dict.fromkeys(f"{r['op']} {r['dtype']}" for r in correctness))
+display(table(list(worst.values()), ["version", *columns], formats={c: ".1e" for c in columns},
+              caption=f"worst relative error against float64 over n in {', '.join(f'{n:,}' for n in CHECK_SIZES)}"))
 
 # %% [markdown]
 # ## 6. Accuracy against $n$: the order of summation
@@ -667,7 +396,7 @@ for (op, dtype, name), err in worst.items():
 #   a thousand adds, not $n$), and its order changes from run to run, so the atomic versions'
 #   error is larger than their second-pass twins' and not reproducible to the last bit.
 
-# %%
+# %% tags=["hide-input", "hide-output"] summary="The error of every version against n"
 ACC_SIZES = [2**k for k in range(10, 29, 2)] if GPU else [2**k for k in range(10, 17, 2)]
 SEQUENTIAL_MAX = 2**24  # numpy's sequential fp32 cumsum is slow past this on the host
 
@@ -689,9 +418,9 @@ def accuracy_rows() -> list[dict]:
 
 acc_rows = accuracy_rows()
 save_data("accuracy.csv", acc_rows)
-for n in ACC_SIZES:
-    line = "  ".join(f"{r['version']}: {r['rel_err']:.1e}" for r in acc_rows if r["n"] == n)
-    print(f"n = 2^{n.bit_length() - 1}: {line}")
+acc_names = list(dict.fromkeys(r["version"] for r in acc_rows))
+display(table([{"n": f"2^{n.bit_length() - 1}", **{r["version"]: r["rel_err"] for r in acc_rows if r["n"] == n}}
+               for n in ACC_SIZES], ["n", *acc_names], formats={v: ".1e" for v in acc_names}))
 
 # %%
 benchmark_chart(acc_rows, x="n", y="rel_err", provider="version", xlabel="elements n",
@@ -708,7 +437,7 @@ benchmark_chart(acc_rows, x="n", y="rel_err", provider="version", xlabel="elemen
 # read roof is the best rate of either sweep, and the cell says which kernel set it. Rates
 # count compulsory bytes: what is read, plus 4 bytes written.
 
-# %%
+# %% tags=["hide-input"] summary="The read roof, and the tuning of both Triton kernels"
 def timing_row(t, *, flops: float, nbytes: float, **labels) -> dict:
     """One measurement as a flat row: labels, time (ms) and GB/s with the 20/80 % band
     (the slower quantile time gives the lower rate)."""
@@ -738,10 +467,8 @@ if GPU:
     tune_rows.sort(key=lambda r: -r["gbps"])
     save_data("tuning_split.csv", tune_rows)
     BEST_SPLIT = {k: tune_rows[0][k] for k in ("BLOCK_SIZE", "num_warps", "PROGRAMS_PER_SM", "NUM_STAGES")}
-    for r in tune_rows[:5] + tune_rows[-3:]:
-        print(f"  BLOCK_SIZE={r['BLOCK_SIZE']:>4} warps={r['num_warps']} programs/SM={r['PROGRAMS_PER_SM']} "
-              f"stages={r['NUM_STAGES']}: {r['gbps']:6.0f} GB/s")
-    print(f"best split configuration: {BEST_SPLIT}")
+    display(table(tune_rows[:5] + tune_rows[-3:], ["BLOCK_SIZE", "num_warps", "PROGRAMS_PER_SM", "NUM_STAGES", "gbps"],
+                  formats={"gbps": ".0f"}, caption="the split sum's five best and three worst configurations, GB/s"))
     # A sum is itself a read-only stream (one add per element read), so the roof is the best
     # rate of either kernel: whichever streams faster sets it.
     READ_GBPS = max(best_read["gbps"], tune_rows[0]["gbps"])
@@ -768,7 +495,7 @@ else:
 # (the L2 cache is flushed before each call, so even the small sizes come from HBM). Each
 # call is checked against `torch.sum` before it is timed.
 
-# %%
+# %% tags=["hide-input", "hide-output"] summary="The sweep over n: every version, checked, then timed"
 def providers() -> dict:
     """name -> function of x, for the size sweep: torch.sum and every version, tuned."""
     out = {"torch.sum": torch.sum,
@@ -792,10 +519,8 @@ if GPU:
             bench_rows.append(timing_row(bench(lambda fn=fn: fn(x)), flops=flops, nbytes=nbytes, provider=name, n=n))
     save_data("benchmark.csv", bench_rows)
     names = list(providers())
-    print(f"{'n':>11}" + "".join(f"{p[:18]:>19}" for p in names))
-    for n in SIZES:
-        by = {r["provider"]: r["gbps"] for r in bench_rows if r["n"] == n}
-        print(f"{n:>11,}" + "".join(f"{by[p]:>19.0f}" for p in names))
+    display(table([{"n": f"2^{n.bit_length() - 1}", **{r["provider"]: r["gbps"] for r in bench_rows if r["n"] == n}}
+                   for n in SIZES], ["n", *names], formats={p: ".0f" for p in names}, caption="GB/s (bytes read)"))
 else:
     print("CPU mode: benchmark skipped")
 
@@ -815,7 +540,7 @@ if GPU:
 # version of the sweep at 2^28. bf16 (fp32 accumulation) and the dot product are timed the
 # same way against `torch.sum(x, dtype=torch.float32)` and `torch.dot`.
 
-# %%
+# %% tags=["hide-input"] summary="The headlines, paired against torch.sum and torch.dot"
 ROUNDS = 9
 
 if GPU:
@@ -837,24 +562,30 @@ if GPU:
     pairs["cuda 16-byte dot"] = paired_ratio(lambda: torch.dot(x, y), lambda: cuda_dot(4, atomic=True)(x, y),
                                              rounds=ROUNDS)
     save_data("headline_pairs.json", {name: vars(p) for name, p in pairs.items()})
-    for name, p in pairs.items():
-        print(f"{name:>26}: baseline / candidate = {p.ratio:.3f} [{p.spread()}] "
-              f"({p.baseline_ms:.4f} ms vs {p.candidate_ms:.4f} ms, medians of {p.rounds} paired rounds)")
+    display(table([{"candidate": name, "baseline / candidate": p.ratio, "spread": p.spread(),
+                    "baseline ms": p.baseline_ms, "candidate ms": p.candidate_ms} for name, p in pairs.items()],
+                  formats={"baseline / candidate": ".3f", "baseline ms": ".4f", "candidate ms": ".4f"},
+                  caption=f"medians of {ROUNDS} paired rounds; baseline torch.sum (torch.dot for the dot products)"))
 
     headline("reduction_fp32_vs_torch_sum", pairs[best_triton].ratio, "x",
              f"median over {ROUNDS} paired rounds of torch.sum time / {best_triton} time, fp32, n = 2^28; "
-             f"spread {pairs[best_triton].spread()}")
+             f"spread {pairs[best_triton].spread()}", label=f"Best Triton sum ({best_triton}), fp32",
+             goal=1.0, baseline="torch.sum, paired")
     headline("reduction_cuda_fp32_vs_torch_sum", pairs[best_cuda].ratio, "x",
              f"median over {ROUNDS} paired rounds of torch.sum time / {best_cuda} time, fp32, n = 2^28; "
-             f"spread {pairs[best_cuda].spread()}")
+             f"spread {pairs[best_cuda].spread()}", label=f"Best CUDA C sum ({best_cuda}), fp32", goal=1.0,
+             baseline="torch.sum, paired")
     best_gbps = bytes_large / (min(pairs[best_triton].candidate_ms, pairs[best_cuda].candidate_ms) * 1e-3) / 1e9
     headline("reduction_frac_read_roof", best_gbps / READ_GBPS, "fraction",
              f"best reduction GB/s (bytes read, paired-round median time) / measured read roof "
-             f"{READ_GBPS:.0f} GB/s (the best of read_kernel and the split-sum sweep: {READ_SOURCE}), fp32, n = 2^28")
+             f"{READ_GBPS:.0f} GB/s (the best of read_kernel and the split-sum sweep: {READ_SOURCE}), fp32, n = 2^28",
+             label="Best sum, fraction of the read roof", goal=0.95, baseline="the read roof, measured")
     headline("reduction_bf16_vs_torch_sum", pairs["triton split bf16"].ratio, "x",
-             "median paired ratio, torch.sum(x, dtype=float32) time / triton split time, bf16 in, fp32 sum, n = 2^28")
+             "median paired ratio, torch.sum(x, dtype=float32) time / triton split time, bf16 in, fp32 sum, n = 2^28",
+             label="Triton split sum, bf16 in", baseline="torch.sum(x, dtype=float32), paired")
     headline("read_roof_gbps", READ_GBPS, "GB/s",
-             f"best read-only stream on 2^28 fp32, bytes read: {READ_SOURCE} (do_bench median)")
+             f"best read-only stream on 2^28 fp32, bytes read: {READ_SOURCE} (do_bench median)",
+             label="Read roof", baseline=f"the copy roof, {ceilings.copy_gbps:.0f} GB/s (predicted a few percent below it)")
 
 # %% [markdown]
 # ## 10. Roofline
@@ -862,16 +593,15 @@ if GPU:
 # Every version at 2^28 fp32 against the measured roofs: the copy roof is the slanted line;
 # the read roof is printed beside it, since the roofline model has one memory roof per plot.
 
-# %%
+# %% tags=["hide-input"] summary="Roofline points"
 if GPU:
     points = [RooflinePoint(label=r["provider"], flops=r["flops"], nbytes=r["bytes"], ms=r["ms"], roof="fp32",
                             topic=TOPIC, ms_lo=r["ms_lo"], ms_hi=r["ms_hi"], size="2^28", dtype="fp32")
               for r in at_large.values()]
     save_roofline(points, ceilings)
-    for p in points:
-        rate = gbps(p.nbytes, p.ms)
-        print(f"{p.label:>26}: {rate:6.0f} GB/s = {rate / READ_GBPS:.3f} of the read roof, "
-              f"{rate / ceilings.copy_gbps:.3f} of the copy roof")
+    display(table([{"version": p.label, "GB/s": gbps(p.nbytes, p.ms), "of the read roof": gbps(p.nbytes, p.ms) / READ_GBPS,
+                    "of the copy roof": gbps(p.nbytes, p.ms) / ceilings.copy_gbps} for p in points],
+                  formats={"GB/s": ".0f", "of the read roof": ".3f", "of the copy roof": ".3f"}))
     display(roofline_chart(points, ceilings, roofs=("fp32",), title=f"fp32 sum at 2^28, {ceilings.device}"))
 
 # %% [markdown]
@@ -881,25 +611,27 @@ if GPU:
 
 # %%
 if GPU:
-    print(f"- Read roof {READ_GBPS:.0f} GB/s against copy roof {ceilings.copy_gbps:.0f} GB/s: "
-          f"a read-only stream runs {READ_GBPS / ceilings.copy_gbps - 1:+.1%} from a copy "
-          f"(predicted: a few percent above).")
+    lines = [f"- **Read roof** {READ_GBPS:.0f} GB/s against a copy at {ceilings.copy_gbps:.0f} GB/s: a read-only stream "
+             f"runs {READ_GBPS / ceilings.copy_gbps - 1:+.1%} from a copy (predicted: a few percent above)."]
     for name in (best_triton, best_cuda):
         p = pairs[name]
         verdict = "ahead of it in every round" if p.lo > 1.0 else ("ahead on the median" if p.ratio >= 1.0 else "behind it")
-        print(f"- {name} against torch.sum at 2^28: {p.ratio:.3f}x (paired, spread {p.spread()}): {verdict}.")
+        lines.append(f"- **{name}** against torch.sum at 2^28: {p.ratio:.3f}× (paired, spread {p.spread()}): {verdict}.")
     g = {r["provider"]: r["gbps"] for r in bench_rows if r["n"] == LARGE}
-    print(f"- Tree vs shuffle at 2^28 (2-pass): {g['cuda tree 2-pass']:.0f} vs {g['cuda shuffle 2-pass']:.0f} GB/s; "
-          f"scalar loads vs 16-byte loads (shuffle vs 16-byte, atomic): {g['cuda shuffle atomic']:.0f} vs "
-          f"{g['cuda 16-byte atomic']:.0f} GB/s.")
-    print(f"- Atomic vs second pass, 16-byte version: {g['cuda 16-byte atomic']:.0f} vs {g['cuda 16-byte 2-pass']:.0f} GB/s at 2^28.")
+    lines.append(f"- **Tree against shuffle** at 2^28 (second pass): {g['cuda tree 2-pass']:.0f} against "
+                 f"{g['cuda shuffle 2-pass']:.0f} GB/s; scalar against 16-byte loads (shuffle against 16-byte, atomic): "
+                 f"{g['cuda shuffle atomic']:.0f} against {g['cuda 16-byte atomic']:.0f} GB/s.")
+    lines.append(f"- **Atomic against a second pass**, 16-byte version: {g['cuda 16-byte atomic']:.0f} against "
+                 f"{g['cuda 16-byte 2-pass']:.0f} GB/s at 2^28.")
     small = SIZES[0]
     gs = {r["provider"]: r["gbps"] for r in bench_rows if r["n"] == small}
-    print(f"- At n = 2^{small.bit_length() - 1} the spread is wide: from {min(gs.values()):.0f} to "
-          f"{max(gs.values()):.0f} GB/s ({max(gs, key=gs.get)} fastest); launches and the combine, not bytes, set the time there.")
+    lines.append(f"- **At n = 2^{small.bit_length() - 1}** the spread is wide, from {min(gs.values()):.0f} to "
+                 f"{max(gs.values()):.0f} GB/s ({max(gs, key=gs.get)} fastest): launches and the combine, not bytes, "
+                 "set the time there.")
     errs = {r["version"]: r["rel_err"] for r in acc_rows if r["n"] == SEQUENTIAL_MAX}
-    print(f"- Accuracy at 2^24: sequential {errs['sequential (numpy cumsum)']:.1e}, two-pass tree "
-          f"{errs['triton two-pass']:.1e}, split {errs['triton split']:.1e}, torch.sum {errs['torch.sum']:.1e}: "
-          f"the longer the chains of dependent adds, the larger the error.")
+    lines.append(f"- **Accuracy at 2^24:** sequential {errs['sequential (numpy cumsum)']:.1e}, two-pass tree "
+                 f"{errs['triton two-pass']:.1e}, split {errs['triton split']:.1e}, torch.sum {errs['torch.sum']:.1e}: "
+                 "the longer the chains of dependent adds, the larger the error.")
+    display(prose("\n".join(lines)))
 else:
-    print("CPU mode: no measurements to interpret")
+    display(prose("CPU mode: the kernels were checked; nothing was timed, so there are no headline figures."))

@@ -5,7 +5,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.16.0
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -18,31 +18,30 @@
 # `out = x + y` over `n` elements is the smallest kernel worth measuring. It does one
 # FLOP per element and moves twelve bytes per element (fp32: two 4-byte reads, one
 # 4-byte write), so its speed says nothing about arithmetic and everything about how
-# well a kernel keeps HBM busy. That makes it the right first experiment: it measures
-# the memory roof that every later kernel is judged against.
+# well a kernel keeps HBM busy: it measures the memory roof every later kernel is judged
+# against.
 #
-# This notebook
+# You will learn:
 #
-# 1. counts the bytes and FLOPs and predicts the time from the *measured* copy bandwidth;
-# 2. writes a masked Triton kernel and sweeps its `BLOCK_SIZE` and `num_warps`;
-# 3. writes three CUDA C kernels (one element per thread; one 16-byte vector per thread;
-#    16-byte vectors in a grid-stride loop) to show what a kernel needs to reach the roof;
-# 4. checks every kernel on irregular sizes, bit for bit against `torch.add`;
-# 5. benchmarks them all against `torch.add` from 2^12 to 2^28 elements, fp32 and bf16;
-# 6. sweeps arithmetic intensity with an FMA chain until the kernel leaves the memory roof
-#    and meets the compute roof, and marks the ridge point where that happens.
+# - how to predict a memory-bound kernel's time from the measured copy bandwidth, and how
+#   close a masked Triton kernel and `torch.add` come to it;
+# - why a CUDA kernel that loads one element per thread falls short, and what 16-byte loads
+#   change (Little's law: bytes in flight);
+# - where small sizes stop getting faster, and why;
+# - where a kernel leaves the memory roof for the compute roof: the ridge point, measured.
 
-# %%
+# %% tags=["hide-input"] summary="Imports and settings"
 import dataclasses
 import math
 import re
-import time
 
 import torch
 import triton
 import triton.language as tl
 from IPython.display import display
 
+from worklog_gen.kit.cuda import compile_cuda, show_source
+from worklog_gen.kit.markdown import prose, table
 from worklog_gen.kit.measure import bench, gbps, gpu_info, measure_ceilings, tflops
 from worklog_gen.kit.notebook import headline, interpret_mode, save_data
 from worklog_gen.kit.charts import benchmark_chart, roofline_chart
@@ -81,7 +80,7 @@ print(f"mode: {'GPU' if GPU else 'CPU (TRITON_INTERPRET=1)'}; device {DEVICE}; h
 # kernel reaches. A copy moves 2 streams (read + write) and an add 3 (2 reads + write);
 # Section 9 asks whether that difference matters.
 
-# %%
+# %% tags=["hide-input"] summary="Bytes, FLOPs, the measured roofs and the floor time"
 def add_traffic(n: int, dtype: torch.dtype) -> tuple[int, int]:
     """FLOPs and compulsory bytes of ``out = x + y`` over ``n`` elements of ``dtype``:
     n adds; 2 reads and 1 write of ``dtype.itemsize`` bytes each per element."""
@@ -189,27 +188,32 @@ def triton_add(x: torch.Tensor, y: torch.Tensor, *, BLOCK_SIZE: int = 1024, num_
 # more than twice bf16's precision). We also report ‖out − ref‖ / ‖ref‖ against a float64
 # reference, which is 0 for fp32 only when the fp32 sums are exact.
 
-# %%
+# %% tags=["hide-input"] summary="Check every kernel bit for bit against torch.add"
 def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
     """‖out − ref‖₂ / ‖ref‖₂, computed in float64."""
     return ((out.double() - ref.double()).norm() / ref.double().norm()).item()
 
 
-def check_add(fn, name: str, sizes, dtypes) -> None:
-    """Assert ``fn(x, y)`` equals ``torch.add(x, y)`` bit for bit on random normal inputs."""
+def check_add(fn, name: str, sizes, dtypes) -> dict:
+    """Assert ``fn(x, y)`` equals ``torch.add(x, y)`` bit for bit on random normal inputs; one
+    row for the table: the sizes checked and the largest error against float64."""
+    worst = 0.0
     for dtype in dtypes:
         for n in sizes:
             x = torch.randn(n, device=DEVICE, dtype=dtype)
             y = torch.randn(n, device=DEVICE, dtype=dtype)
             out = fn(x, y)
             assert torch.equal(out, torch.add(x, y)), f"{name} differs from torch.add at n={n} {DTYPE_NAME[dtype]}"
-            err = rel_err(out, x.double() + y.double())
-            print(f"{name:>32} {DTYPE_NAME[dtype]} n={n:>9,}: equal to torch.add; rel. error vs float64 {err:.2e}")
+            worst = max(worst, rel_err(out, x.double() + y.double()))
+    return {"kernel": name, "dtypes": ", ".join(DTYPE_NAME[d] for d in dtypes),
+            "sizes": ", ".join(f"{n:,}" for n in sizes), "equal to torch.add": "yes", "worst error vs float64": worst}
 
 
-check_add(triton_add, "triton", CHECK_SIZES, (torch.float32, HALF))
+checks = [check_add(triton_add, "triton", CHECK_SIZES, (torch.float32, HALF))]
 for bs in (128, 4096):  # 769 small programs, or 25 large ones; the last one ragged either way
-    check_add(lambda x, y, bs=bs: triton_add(x, y, BLOCK_SIZE=bs), f"triton BLOCK_SIZE={bs}", CHECK_SIZES[-1:], (torch.float32,))
+    checks.append(check_add(lambda x, y, bs=bs: triton_add(x, y, BLOCK_SIZE=bs), f"triton BLOCK_SIZE={bs}",
+                            CHECK_SIZES[-1:], (torch.float32,)))
+display(table(checks, formats={"worst error vs float64": ".1e"}))
 
 # %% [markdown]
 # ## 4. Tuning: `BLOCK_SIZE` × `num_warps`
@@ -224,7 +228,7 @@ for bs in (128, 4096):  # 769 small programs, or 25 large ones; the last one rag
 # per program means more threads. We sweep both at 2^28 elements and keep the best per
 # dtype for the size sweep.
 
-# %%
+# %% tags=["hide-input"] summary="The sweep: every BLOCK_SIZE \u00d7 num_warps, checked, then timed"
 BLOCK_SIZES = [512, 1024, 2048, 4096, 8192]
 NUM_WARPS = [4, 8, 16]
 
@@ -264,13 +268,12 @@ def sweep_triton_configs(dtype: torch.dtype, n: int) -> list[dict]:
     return rows
 
 
-def print_config_grid(rows: list[dict]) -> None:
+def config_grid(rows: list[dict]):
     """GB/s as a BLOCK_SIZE × num_warps table."""
     gb = {(r["BLOCK_SIZE"], r["num_warps"]): r["gbps"] for r in rows}
-    print(f"{rows[0]['dtype']}, n = {rows[0]['n']:,}: GB/s")
-    print("BLOCK_SIZE \\ num_warps" + "".join(f"{nw:>9}" for nw in NUM_WARPS))
-    for bs in BLOCK_SIZES:
-        print(f"{bs:>22}" + "".join(f"{gb[bs, nw]:>9.0f}" for nw in NUM_WARPS))
+    grid = [{"BLOCK_SIZE": bs, **{f"{nw} warps": gb[bs, nw] for nw in NUM_WARPS}} for bs in BLOCK_SIZES]
+    return table(grid, formats={f"{nw} warps": ".0f" for nw in NUM_WARPS},
+                 caption=f"{rows[0]['dtype']}, n = {rows[0]['n']:,}: GB/s (read + write)")
 
 
 BEST = {torch.float32: dict(BLOCK_SIZE=1024, num_warps=4), HALF: dict(BLOCK_SIZE=2048, num_warps=4)}
@@ -279,13 +282,13 @@ if GPU:
     for dtype in (torch.float32, HALF):
         rows = sweep_triton_configs(dtype, LARGE)
         config_rows += rows
-        print_config_grid(rows)
+        display(config_grid(rows))
         best = max(rows, key=lambda r: r["gbps"])
         BEST[dtype] = dict(BLOCK_SIZE=best["BLOCK_SIZE"], num_warps=best["num_warps"])
         worst = min(rows, key=lambda r: r["gbps"])
         print(f"best {DTYPE_NAME[dtype]}: {BEST[dtype]} at {best['gbps']:.0f} GB/s "
               f"({best['elems_per_thread']} elements per thread); worst {worst['gbps']:.0f} GB/s "
-              f"(BLOCK_SIZE={worst['BLOCK_SIZE']}, num_warps={worst['num_warps']})\n")
+              f"(BLOCK_SIZE={worst['BLOCK_SIZE']}, num_warps={worst['num_warps']})")
     save_data("triton_configs.csv", config_rows)
 else:
     print(f"CPU mode: config sweep skipped; using {BEST}")
@@ -293,8 +296,8 @@ else:
 # %% [markdown]
 # ## 5. The CUDA C kernels
 #
-# Three versions, one idea each, compiled once at run time with
-# `torch.utils.cpp_extension.load_inline` and timed with the same `bench`:
+# Three versions, one idea each, in `notebooks/cuda/vector_add.cu` (the PyTorch bindings in
+# `vector_add.cpp`), compiled once at run time and timed with the same `bench`:
 #
 # * **one element per thread**: the textbook `vecAdd`. Each thread loads 4 bytes of `x`
 #   and 4 of `y`. A full SM runs 2048 threads, so it has at most 16 KiB of loads in
@@ -311,216 +314,25 @@ else:
 # Arithmetic happens in fp32 and rounds once on the store, as `torch.add` does for bf16.
 
 # %%
-CUDA_SRC = r"""
-#include <algorithm>
-#include <cstdint>
-#include <cuda_runtime.h>
-#include <cuda_bf16.h>
+display(show_source("cuda/vector_add.cu", kernels=("add_one_per_thread_kernel", "add_vec16_kernel",
+                                                     "add_vec16_grid_stride_kernel")))
 
-constexpr int kThreads = 256;  // threads per block: 8 warps; up to 8 blocks fill an SM's 2048 threads
-constexpr int kUnroll = 2;     // 16-byte vectors per thread per pass of the grid-stride loop
-
-__device__ __forceinline__ float add_elem(float a, float b) { return a + b; }
-__device__ __forceinline__ __nv_bfloat16 add_elem(__nv_bfloat16 a, __nv_bfloat16 b) {
-  return __float2bfloat16(__bfloat162float(a) + __bfloat162float(b));  // fp32 add, one rounding
-}
-
-// 16 bytes of T (4 float or 8 bf16), moved by one 128-bit load or store.
-template <typename T>
-union Vec16 {
-  static constexpr int N = 16 / sizeof(T);
-  uint4 raw;
-  T v[N];
-};
-
-template <typename T>
-__device__ __forceinline__ Vec16<T> add_vec(const Vec16<T>& a, const Vec16<T>& b) {
-  Vec16<T> c;
-#pragma unroll
-  for (int k = 0; k < Vec16<T>::N; ++k) c.v[k] = add_elem(a.v[k], b.v[k]);
-  return c;
-}
-
-// The n % N elements after the last whole vector, one each for the first few threads.
-template <typename T>
-__device__ __forceinline__ void add_tail(const T* __restrict__ a, const T* __restrict__ b,
-                                         T* __restrict__ c, int64_t start, int64_t n, int64_t tid) {
-  if (tid < n - start) c[start + tid] = add_elem(a[start + tid], b[start + tid]);
-}
-
-// v1: one element per thread.
-template <typename T>
-__global__ void add_one_per_thread_kernel(const T* __restrict__ a, const T* __restrict__ b,
-                                          T* __restrict__ c, int64_t n) {
-  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) c[i] = add_elem(a[i], b[i]);
-}
-
-// v2: one 16-byte vector per thread.
-template <typename T>
-__global__ void add_vec16_kernel(const T* __restrict__ a, const T* __restrict__ b,
-                                 T* __restrict__ c, int64_t n) {
-  constexpr int N = Vec16<T>::N;
-  const int64_t n_vec = n / N;
-  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n_vec) {
-    Vec16<T> va, vb;
-    va.raw = reinterpret_cast<const uint4*>(a)[i];
-    vb.raw = reinterpret_cast<const uint4*>(b)[i];
-    reinterpret_cast<uint4*>(c)[i] = add_vec(va, vb).raw;
-  }
-  add_tail(a, b, c, n_vec * N, n, i);
-}
-
-// v3: 16-byte vectors in a grid-stride loop. Each pass loads kUnroll vectors of a and of b
-// (2 * kUnroll * 16 bytes in flight per thread) before the first add.
-template <typename T>
-__global__ void add_vec16_grid_stride_kernel(const T* __restrict__ a, const T* __restrict__ b,
-                                             T* __restrict__ c, int64_t n) {
-  constexpr int N = Vec16<T>::N;
-  const int64_t n_vec = n / N;
-  const int64_t tid = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const int64_t n_threads = int64_t(gridDim.x) * blockDim.x;
-  const uint4* a4 = reinterpret_cast<const uint4*>(a);
-  const uint4* b4 = reinterpret_cast<const uint4*>(b);
-  uint4* c4 = reinterpret_cast<uint4*>(c);
-  for (int64_t base = tid; base < n_vec; base += kUnroll * n_threads) {
-    Vec16<T> va[kUnroll], vb[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int64_t i = base + u * n_threads;  // neighbouring threads read neighbouring vectors
-      if (i < n_vec) {
-        va[u].raw = a4[i];
-        vb[u].raw = b4[i];
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int64_t i = base + u * n_threads;
-      if (i < n_vec) c4[i] = add_vec(va[u], vb[u]).raw;
-    }
-  }
-  add_tail(a, b, c, n_vec * N, n, tid);
-}
-
-template <typename T>
-cudaError_t launch(int variant, const void* a, const void* b, void* c, int64_t n, int sm_count, cudaStream_t stream) {
-  const T* pa = static_cast<const T*>(a);
-  const T* pb = static_cast<const T*>(b);
-  T* pc = static_cast<T*>(c);
-  const int64_t n_vec = n / Vec16<T>::N;
-  if (variant == 1) {
-    const int64_t blocks = (n + kThreads - 1) / kThreads;
-    add_one_per_thread_kernel<T><<<blocks, kThreads, 0, stream>>>(pa, pb, pc, n);
-  } else if (variant == 2) {
-    const int64_t blocks = std::max<int64_t>((n_vec + kThreads - 1) / kThreads, 1);
-    add_vec16_kernel<T><<<blocks, kThreads, 0, stream>>>(pa, pb, pc, n);
-  } else {
-    // Blocks that fit on one SM at once; registers decide it. A grid of more than fit would
-    // leave a second, partly empty wave of blocks that each carry a full share of the work.
-    int per_sm = 0;
-    const cudaError_t err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &per_sm, add_vec16_grid_stride_kernel<T>, kThreads, 0);
-    if (err != cudaSuccess) return err;
-    const int64_t resident = int64_t(sm_count) * std::max(per_sm, 1);
-    const int64_t per_block = int64_t(kThreads) * kUnroll;  // vectors per block per pass
-    const int64_t blocks = std::max<int64_t>(std::min((n_vec + per_block - 1) / per_block, resident), 1);
-    add_vec16_grid_stride_kernel<T><<<blocks, kThreads, 0, stream>>>(pa, pb, pc, n);
-  }
-  return cudaGetLastError();
-}
-
-// Called by the C++ wrapper: variant 1, 2 or 3 as above; n > 0; a, b, c 16-byte aligned for 2 and 3.
-cudaError_t launch_add(int variant, bool bf16, const void* a, const void* b, void* c, int64_t n,
-                       int sm_count, cudaStream_t stream) {
-  return bf16 ? launch<__nv_bfloat16>(variant, a, b, c, n, sm_count, stream)
-              : launch<float>(variant, a, b, c, n, sm_count, stream);
-}
-"""
-
-# The PyTorch side: checks, the output tensor, the current stream. Kept out of the .cu file
-# so that nvcc compiles the kernels without PyTorch's headers.
-CPP_SRC = r"""
-#include <torch/extension.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAStream.h>
-#include <cuda_runtime_api.h>
-
-cudaError_t launch_add(int variant, bool bf16, const void* a, const void* b, void* c, int64_t n,
-                       int sm_count, cudaStream_t stream);
-
-namespace {
-
-void check_aligned(const torch::Tensor& t) {
-  TORCH_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0, "16-byte loads need 16-byte aligned data");
-}
-
-int sm_count() {
-  int device = 0, count = 0;
-  C10_CUDA_CHECK(cudaGetDevice(&device));
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
-  return count;
-}
-
-torch::Tensor run(int variant, const torch::Tensor& a, const torch::Tensor& b) {
-  TORCH_CHECK(a.is_cuda() && b.is_cuda(), "inputs must be CUDA tensors");
-  TORCH_CHECK(a.sizes() == b.sizes(), "shapes differ: ", a.sizes(), " vs ", b.sizes());
-  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "dtypes differ: ", a.scalar_type(), " vs ", b.scalar_type());
-  TORCH_CHECK(a.scalar_type() == torch::kFloat32 || a.scalar_type() == torch::kBFloat16,
-              "float32 or bfloat16 only, got ", a.scalar_type());
-  TORCH_CHECK(a.is_contiguous() && b.is_contiguous(), "inputs must be contiguous");
-  auto c = torch::empty_like(a);
-  if (variant != 1) {
-    check_aligned(a);
-    check_aligned(b);
-    check_aligned(c);
-  }
-  if (a.numel() > 0) {
-    static const int sms = sm_count();  // one device in this notebook
-    C10_CUDA_CHECK(launch_add(variant, a.scalar_type() == torch::kBFloat16, a.data_ptr(), b.data_ptr(),
-                              c.data_ptr(), a.numel(), sms, c10::cuda::getCurrentCUDAStream()));
-  }
-  return c;
-}
-
-}  // namespace
-
-torch::Tensor add_one_per_thread(torch::Tensor a, torch::Tensor b) { return run(1, a, b); }
-torch::Tensor add_vec16(torch::Tensor a, torch::Tensor b) { return run(2, a, b); }
-torch::Tensor add_vec16_grid_stride(torch::Tensor a, torch::Tensor b) { return run(3, a, b); }
-"""
-
+# %% tags=["hide-input"] summary="Compile the three kernels, and check them bit for bit"
 CUDA_KERNELS = {}
 if GPU:
-    import inspect
-
-    from torch.utils.cpp_extension import load_inline
-
-    major, minor = torch.cuda.get_device_capability()
-    # Both sources include what they need; where load_inline can skip its implicit
-    # PyTorch headers, nvcc compiles the kernels in seconds instead of most of a minute.
-    lean = "no_implicit_headers" in inspect.signature(load_inline).parameters
-    start = time.perf_counter()
-    vecadd_cuda = load_inline(
-        name="vecadd_cuda",
-        cpp_sources=CPP_SRC,
-        cuda_sources=CUDA_SRC,
-        functions=["add_one_per_thread", "add_vec16", "add_vec16_grid_stride"],
-        extra_cuda_cflags=["-O3", f"-arch=sm_{major}{minor}"],
-        **({"no_implicit_headers": True} if lean else {}),
-    )
-    print(f"compiled for sm_{major}{minor} in {time.perf_counter() - start:.1f} s "
-          f"({'without' if lean else 'with'} load_inline's implicit headers)")
+    vecadd_cuda = compile_cuda("vecadd_cuda", cuda="cuda/vector_add.cu", cpp="cuda/vector_add.cpp",
+                               functions=["add_one_per_thread", "add_vec16", "add_vec16_grid_stride"])
     CUDA_KERNELS = {
         "cuda 1 elem/thread": vecadd_cuda.add_one_per_thread,
         "cuda 16-byte vector": vecadd_cuda.add_vec16,
         "cuda 16-byte + grid-stride": vecadd_cuda.add_vec16_grid_stride,
     }
     # 5,000,003 elements need several passes of the grid-stride loop on any current GPU.
-    for name, fn in CUDA_KERNELS.items():
-        check_add(fn, name, CHECK_SIZES + [5_000_003], (torch.float32, HALF))
+    display(table([check_add(fn, name, CHECK_SIZES + [5_000_003], (torch.float32, HALF))
+                   for name, fn in CUDA_KERNELS.items()], formats={"worst error vs float64": ".1e"}))
 else:
-    print("CPU mode: CUDA C kernels not compiled (load_inline needs nvcc and a GPU)")
+    print("CPU mode: CUDA C kernels not compiled (they need nvcc and a GPU)")
+
 
 # %% [markdown]
 # ## 6. Benchmark: 2^12 to 2^28 elements
@@ -529,7 +341,7 @@ else:
 # compulsory bytes, read plus written; bands are the 20–80 % quantiles of `bench`. Each
 # size is checked against `torch.add` before it is timed.
 
-# %%
+# %% tags=["hide-input"] summary="The sweep over n: every kernel, checked, then timed"
 def add_providers(dtype: torch.dtype) -> dict:
     """name -> function(x, y) for every kernel benchmarked in ``dtype``."""
     return {"torch.add": torch.add, "triton": lambda x, y: triton_add(x, y, **BEST[dtype]), **CUDA_KERNELS}
@@ -550,14 +362,12 @@ def sweep_sizes(dtype: torch.dtype) -> list[dict]:
     return rows
 
 
-def print_size_table(rows: list[dict]) -> None:
+def size_table(rows: list[dict]):
     """GB/s per provider (columns) and size (rows)."""
     providers = list(dict.fromkeys(r["provider"] for r in rows))
     gb = {(r["n"], r["provider"]): r["gbps"] for r in rows}
-    print(f"{rows[0]['dtype']}: GB/s (read + write)")
-    print(f"{'n':>11}" + "".join(f"{p:>28}" for p in providers))
-    for n in SIZES:
-        print(f"{n:>11,}" + "".join(f"{gb[n, p]:>28.0f}" for p in providers))
+    return table([{"n": f"2^{n.bit_length() - 1}", **{p: gb[n, p] for p in providers}} for n in SIZES],
+                 formats={p: ".0f" for p in providers}, caption=f"{rows[0]['dtype']}: GB/s (read + write)")
 
 
 def plot_sizes(rows: list[dict]):
@@ -572,8 +382,7 @@ if GPU:
     size_rows = {dtype: sweep_sizes(dtype) for dtype in (torch.float32, HALF)}
     save_data("add_sizes.csv", size_rows[torch.float32] + size_rows[HALF])
     for dtype in (torch.float32, HALF):
-        print_size_table(size_rows[dtype])
-        print()
+        display(size_table(size_rows[dtype]))
 else:
     print("CPU mode: size sweep skipped")
 
@@ -593,7 +402,7 @@ if GPU:
 # `BW` from the largest gives the size where the two costs are equal, which is where the
 # measured bandwidth should reach half its plateau.
 
-# %%
+# %% tags=["hide-input"] summary="The fixed cost of a launch, from the smallest size"
 def at(rows: list[dict], provider: str, n: int) -> dict:
     """The row of ``provider`` at size ``n``."""
     return next(r for r in rows if r["provider"] == provider and r["n"] == n)
@@ -677,6 +486,8 @@ def fma_chain_kernel(
     tl.store(out_ptr + offsets, x, mask=mask)
 
 
+
+# %% tags=["hide-input"] summary="The launcher, its closed form, and the check against it"
 CHAIN_CONFIG = dict(BLOCK_SIZE=1024, UNROLL=32, num_warps=4)
 # a and b are exact in fp32, so the float64 closed form uses the same values the kernel does.
 # With a = 1 - 2^-10 and b = 2^-10 the chain contracts towards its fixed point b / (1 - a) = 1.
@@ -710,22 +521,24 @@ def chain_reference(x: torch.Tensor, r: int, *, fma: bool = True) -> torch.Tenso
     return MUL_A**r * x
 
 
-def check_chain(n: int, rs, fma: bool) -> None:
+def check_chain(n: int, rs, fma: bool) -> list[dict]:
     """Assert the kernel matches the closed form within r fp32 roundings of relative error."""
     x = torch.randn(n, device=DEVICE, dtype=torch.float32)
+    rows = []
     for r in rs:
         out, _ = chain(x, r, fma=fma)
         err = rel_err(out, chain_reference(x, r, fma=fma))
         bound = 2 * r * 2.0**-24  # each step rounds once; the contraction (a < 1) damps earlier errors
         assert err <= bound, f"{'FMA' if fma else 'multiply'} chain r={r}: rel. error {err:.2e} > {bound:.2e}"
-        print(f"{'FMA' if fma else 'multiply':>8} chain n={n:,} r={r:>4}: rel. error vs float64 closed form {err:.2e} (bound {bound:.1e})")
+        rows.append({"chain": "FMA" if fma else "multiply", "n": n, "r": r, "error vs float64": err, "bound": bound})
+    return rows
 
 
 CHAIN_CHECK_R = [1, 7, 32, 100, 4096] if GPU else [1, 7, 32, 100]  # 7 and 100 use the remainder loop
-for fma in (True, False):
-    check_chain(3001, CHAIN_CHECK_R, fma)
+display(table([row for fma in (True, False) for row in check_chain(3001, CHAIN_CHECK_R, fma)],
+              formats={"error vs float64": ".1e", "bound": ".1e"}))
 
-# %%
+# %% tags=["hide-input", "hide-output"] summary="The sweep: the PTX counted, then every r timed"
 R_VALUES = [2**k for k in range(13)]  # 1 … 4096
 
 if GPU:
@@ -757,11 +570,11 @@ if GPU:
                                          r=r, intensity=flops / nbytes, n=SWEEP_N))
     save_data("intensity_sweep.csv", sweep_rows)
 
-    print(f"{'variant':>14} {'r':>5} {'FLOP/byte':>10} {'ms':>9} {'GB/s':>7} {'TFLOP/s':>8} {'% of roof':>10}")
-    for row in sweep_rows:
-        roof = min(row["intensity"] * ceilings.copy_gbps / 1e3, ceilings.fp32_tflops)  # TFLOP/s under the roofline
-        print(f"{row['variant']:>14} {row['r']:>5} {row['intensity']:>10.2f} {row['ms']:>9.4f} "
-              f"{row['gbps']:>7.0f} {row['tflops']:>8.2f} {row['tflops'] / roof:>10.1%}")
+    for row in sweep_rows:  # the fraction of the roofline bound at the row's intensity
+        row["of roof"] = row["tflops"] / min(row["intensity"] * ceilings.copy_gbps / 1e3, ceilings.fp32_tflops)
+    display(table(sweep_rows, {"variant": "variant", "r": "r", "intensity": "FLOP/byte", "ms": "ms", "gbps": "GB/s",
+                               "tflops": "TFLOP/s", "of roof": "of the roof"},
+                  formats={"intensity": ".2f", "ms": ".4f", "gbps": ".0f", "tflops": ".2f", "of roof": ".0%"}))
 else:
     print("CPU mode: intensity sweep skipped")
 
@@ -774,7 +587,7 @@ else:
 # The sweep should agree: below it the time stays at the memory floor whatever `r` is;
 # above it the time doubles with `r`.
 
-# %%
+# %% tags=["hide-input"] summary="The ridge point, from the sweep"
 def sweep_variant(variant_prefix: str) -> list[dict]:
     """Rows of one variant of the sweep, in order of r."""
     return [r for r in sweep_rows if r["variant"].startswith(variant_prefix)]
@@ -805,7 +618,7 @@ if GPU:
     print(f"time within 10% of the r = 1 time up to r = {on_memory_roof['r']} ({on_memory_roof['intensity']:.1f} FLOP/byte); "
           f"first r at 90% of the peak: {at_compute['r']} ({at_compute['intensity']:.0f} FLOP/byte)")
 
-# %%
+# %% tags=["hide-input"] summary="Plot the sweep"
 if GPU:
     ridge_rule = [(4 * ridge_measured, f"ridge point, r = {4 * ridge_measured:.0f}")]
     for key, ylabel, rules in (
@@ -827,7 +640,7 @@ if GPU:
 # measured (the FMA chain's peak), so the ridge point marked on it is the measured one; the
 # dashed lines are the datasheet's.
 
-# %%
+# %% tags=["hide-input"] summary="Roofline points"
 if GPU:
     add_points = [
         RooflinePoint(f"add {row['provider']} {row['dtype']}", row["flops"], row["bytes"], row["ms"],
@@ -858,7 +671,7 @@ else:
 #
 # The numbers below are computed from this run.
 
-# %%
+# %% tags=["hide-input"] summary="Headline figures, and the numbers of this run"
 if GPU:
     fp32, half = size_rows[torch.float32], size_rows[HALF]
     torch_l, triton_l = at(fp32, "torch.add", LARGE), at(fp32, "triton", LARGE)
@@ -868,42 +681,49 @@ if GPU:
 
     headline("add_fp32_large_vs_torch", triton_l["gbps"] / torch_l["gbps"], "x",
              f"Triton GB/s / torch.add GB/s, fp32, n = {LARGE_LABEL}, same run (BLOCK_SIZE={BEST[torch.float32]['BLOCK_SIZE']}, "
-             f"num_warps={BEST[torch.float32]['num_warps']})")
+             f"num_warps={BEST[torch.float32]['num_warps']})", label=f"Triton add, fp32, n = {LARGE_LABEL}",
+             goal=0.95, baseline="torch.add, same run (predicted: within a few percent)")
     headline("add_fp32_large_frac_copy", triton_l["gbps"] / ceilings.copy_gbps, "x",
-             f"Triton add GB/s (2 reads + 1 write) / measured copy GB/s (1 read + 1 write), fp32, n = {LARGE_LABEL}")
+             f"Triton add GB/s (2 reads + 1 write) / measured copy GB/s (1 read + 1 write), fp32, n = {LARGE_LABEL}",
+             label="Triton add, fraction of the copy roof", goal=0.95, baseline="a device copy, measured")
     headline("cuda_fp32_large_vs_torch", cuda_l[best_cuda]["gbps"] / torch_l["gbps"], "x",
-             f"best CUDA C kernel ({best_cuda}) GB/s / torch.add GB/s, fp32, n = {LARGE_LABEL}, same run")
+             f"best CUDA C kernel ({best_cuda}) GB/s / torch.add GB/s, fp32, n = {LARGE_LABEL}, same run",
+             label=f"Best CUDA C kernel ({best_cuda})", baseline="torch.add, same run")
     headline("intensity_sweep_peak_tflops", fma_peak["tflops"], "TFLOP/s",
-             f"FMA chain x = x*a + b, r = {fma_peak['r']}, {SWEEP_N:,} fp32 elements, 2 FLOP per FFMA")
+             f"FMA chain x = x*a + b, r = {fma_peak['r']}, {SWEEP_N:,} fp32 elements, 2 FLOP per FFMA",
+             label="FMA chain, peak", baseline=f"the datasheet's fp32 {datasheet_fp32:.0f} TFLOP/s")
     headline("ridge_point_flop_per_byte", ridge_measured, "FLOP/byte",
-             "measured: FMA-chain peak TFLOP/s / measured copy GB/s")
+             "measured: FMA-chain peak TFLOP/s / measured copy GB/s", label="Ridge point, measured",
+             baseline=f"{ridge_expected:.1f} from the datasheet's fp32 roof")
 
-    print(f"fp32, n = {LARGE_LABEL}: torch.add {torch_l['gbps']:.0f} GB/s ({torch_l['ms']:.3f} ms), "
-          f"Triton {triton_l['gbps']:.0f} GB/s ({triton_l['ms']:.3f} ms): ratio {triton_l['gbps'] / torch_l['gbps']:.3f}")
-    print(f"  predicted floor {floor_ms:.3f} ms from the copy bandwidth; Triton took {triton_l['ms'] / floor_ms:.3f} x that, "
-          f"{triton_l['gbps'] / ceilings.copy_gbps:.1%} of copy GB/s")
-    if ceilings.datasheet:
-        print(f"  against the datasheet {ceilings.datasheet.hbm_gbps:.0f} GB/s: Triton {triton_l['gbps'] / ceilings.datasheet.hbm_gbps:.1%}, "
-              f"copy {ceilings.copy_gbps / ceilings.datasheet.hbm_gbps:.1%}")
-    for p, row in cuda_l.items():
-        print(f"  {p:>28}: {row['gbps']:.0f} GB/s, {row['gbps'] / torch_l['gbps']:.3f} x torch.add")
     naive = cuda_l["cuda 1 elem/thread"]
     # Little's law on the one-element kernel: if it is limited by loads in flight, the latency it implies is
     # (bytes of loads in flight) / (read bandwidth). A full GPU holds SMs x 2048 threads x 8 bytes of loads.
     props = torch.cuda.get_device_properties(0)
     inflight = props.multi_processor_count * props.max_threads_per_multi_processor * 8
     implied_ns = inflight / (naive["gbps"] * 1e9 * 2 / 3) * 1e9
-    print(f"  one element per thread: at most {inflight / 2**20:.1f} MiB of loads in flight on the whole GPU; "
-          f"at its read rate ({naive['gbps'] * 2 / 3:.0f} GB/s) that covers {implied_ns:.0f} ns of memory latency")
-    print(f"{DTYPE_NAME[HALF]}, n = {LARGE_LABEL}: torch.add {half_torch['gbps']:.0f} GB/s, Triton {half_triton['gbps']:.0f} GB/s "
-          f"(ratio {half_triton['gbps'] / half_torch['gbps']:.3f}); CUDA "
-          + ", ".join(f"{p} {at(half, p, LARGE)['gbps']:.0f}" for p in CUDA_KERNELS))
-    print(f"small sizes: fixed cost {t0_us:.2f} µs per launch; half the plateau from about {n_half_measured:,} elements")
-    print(f"intensity sweep: {fma_peak['tflops']:.1f} TFLOP/s FMA ({fma_peak['tflops'] / datasheet_fp32:.1%} of datasheet), "
-          f"{mul_peak['tflops']:.1f} TFLOP/s multiply-only ({mul_peak['tflops'] / fma_peak['tflops']:.2f} x); "
-          f"ridge {ridge_measured:.1f} FLOP/byte")
+    display(prose(
+        f"- **fp32, n = {LARGE_LABEL}:** torch.add {torch_l['gbps']:.0f} GB/s ({torch_l['ms']:.3f} ms), Triton "
+        f"{triton_l['gbps']:.0f} GB/s ({triton_l['ms']:.3f} ms): {triton_l['gbps'] / torch_l['gbps']:.3f}×. The floor "
+        f"predicted from the copy bandwidth was {floor_ms:.3f} ms; Triton took {triton_l['ms'] / floor_ms:.3f}× that, "
+        f"{triton_l['gbps'] / ceilings.copy_gbps:.1%} of the copy rate."
+        + (f" Against the datasheet's {ceilings.datasheet.hbm_gbps:.0f} GB/s: Triton "
+           f"{triton_l['gbps'] / ceilings.datasheet.hbm_gbps:.1%}, a copy {ceilings.copy_gbps / ceilings.datasheet.hbm_gbps:.1%}."
+           if ceilings.datasheet else "") + "\n"
+        "- **CUDA C:** " + "; ".join(f"{p} {row['gbps']:.0f} GB/s ({row['gbps'] / torch_l['gbps']:.3f}× torch.add)"
+                                     for p, row in cuda_l.items())
+        + f". One element per thread holds at most {inflight / 2**20:.1f} MiB of loads in flight on the whole GPU; "
+        f"at its read rate ({naive['gbps'] * 2 / 3:.0f} GB/s) that covers {implied_ns:.0f} ns of memory latency.\n"
+        f"- **{DTYPE_NAME[HALF]}:** torch.add {half_torch['gbps']:.0f} GB/s, Triton {half_triton['gbps']:.0f} GB/s "
+        f"({half_triton['gbps'] / half_torch['gbps']:.3f}×); CUDA "
+        + ", ".join(f"{p} {at(half, p, LARGE)['gbps']:.0f}" for p in CUDA_KERNELS) + " GB/s.\n"
+        f"- **Small sizes:** a fixed cost of {t0_us:.2f} µs per launch; half the plateau from about "
+        f"{n_half_measured:,} elements.\n"
+        f"- **The sweep:** {fma_peak['tflops']:.1f} TFLOP/s with FMAs ({fma_peak['tflops'] / datasheet_fp32:.1%} of the "
+        f"datasheet), {mul_peak['tflops']:.1f} with multiplies only ({mul_peak['tflops'] / fma_peak['tflops']:.2f}×); "
+        f"the ridge point at {ridge_measured:.1f} FLOP/byte."))
 else:
-    print("CPU mode: headline figures skipped (they need GPU measurements)")
+    display(prose("CPU mode: the kernels were checked; nothing was timed, so there are no headline figures."))
 
 # %% [markdown]
 # **Reading the numbers.**

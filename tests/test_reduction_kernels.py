@@ -37,7 +37,7 @@ def ptx_entries(ptx: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def cuda_ptx(tmp_path_factory) -> dict[str, str]:
-    return ptx_entries(ptx.notebook_ptx(NOTEBOOK, tmp_path_factory.mktemp("reduction")))
+    return ptx_entries(ptx.cuda_ptx("reduction.cu", tmp_path_factory.mktemp("reduction")))
 
 
 def test_every_version_is_compiled_for_sum_and_dot_in_both_combines(cuda_ptx):

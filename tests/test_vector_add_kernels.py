@@ -27,11 +27,6 @@ REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "vector_add.py"
 
 
-def notebook_constant(name: str) -> str:
-    """The string literal assigned to ``name`` at the notebook's top level."""
-    return ptx.notebook_constant(NOTEBOOK, name)
-
-
 def ptx_entries(ptx: str) -> dict[str, str]:
     """Kernel name (demangled enough: the template name plus its type) -> body of each ``.entry``."""
     entries = {}
@@ -45,7 +40,7 @@ def ptx_entries(ptx: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def cuda_ptx(tmp_path_factory) -> dict[str, str]:
-    return ptx_entries(ptx.notebook_ptx(NOTEBOOK, tmp_path_factory.mktemp("cuda")))
+    return ptx_entries(ptx.cuda_ptx("vector_add.cu", tmp_path_factory.mktemp("cuda")))
 
 
 def test_cuda_source_has_every_kernel_in_both_dtypes(cuda_ptx):
@@ -62,7 +57,7 @@ def test_one_element_kernel_loads_one_element(cuda_ptx, dtype):
 
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
 def test_vector_kernels_issue_128_bit_loads_and_stores(cuda_ptx, dtype):
-    unroll = int(re.search(r"constexpr int kUnroll = (\d+);", notebook_constant("CUDA_SRC")).group(1))
+    unroll = int(re.search(r"constexpr int kUnroll = (\d+);", (ptx.CUDA_DIR / "vector_add.cu").read_text()).group(1))
     for kernel, vectors in (("add_vec16_kernel", 1), ("add_vec16_grid_stride_kernel", unroll)):
         body = cuda_ptx[f"{kernel} {dtype}"]
         loads = re.findall(r"ld\.global\.nc\.v4\.(?:u32|b32|f32)\b", body)

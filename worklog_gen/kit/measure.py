@@ -332,3 +332,50 @@ def gpu_info() -> dict:
     except ImportError:
         pass
     return info
+
+
+REG_ALLOC_UNIT = 256
+"""Registers are allocated per warp in units of 256 (CUDA Occupancy Calculator, compute capability 9.0)."""
+MAX_BLOCKS_PER_SM = 32
+"""Resident blocks per SM, compute capability 9.0 (CUDA C++ Programming Guide, technical specifications)."""
+SMEM_RESERVED_PER_BLOCK = 1024
+"""Bytes of shared memory the system reserves per block, compute capability 8.0 and later (same guide)."""
+
+
+def occupancy(kernel, num_warps: int) -> dict:
+    """Resources and programs per SM of a Triton kernel compiled with ``.warmup(...)`` (no launch),
+    on the current CUDA device.
+
+    programs_per_sm = min over registers, shared memory, threads and the block limit, each from
+    this device's per-SM resources (``torch.cuda.get_device_properties`` and Triton's driver,
+    which reports the SM's register file); registers per warp are rounded up to
+    :data:`REG_ALLOC_UNIT`, and each block's shared memory includes :data:`SMEM_RESERVED_PER_BLOCK`.
+
+    Returns:
+        ``n_regs`` (per thread), ``n_spills``, ``shared_bytes`` (per program), ``programs_per_sm``
+        and ``limited_by`` (the resource that sets it: registers, shared memory, threads, blocks).
+
+    Raises:
+        RuntimeError: no CUDA device. AssertionError: one program does not fit on an SM.
+    """
+    _require_cuda()
+    import math
+
+    import torch
+    import triton
+
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    regs_per_sm = triton.runtime.driver.active.utils.get_device_properties(torch.cuda.current_device())["max_num_regs"]
+    kernel._init_handles()
+    regs_per_warp = math.ceil(kernel.n_regs * props.warp_size / REG_ALLOC_UNIT) * REG_ALLOC_UNIT
+    smem = kernel.metadata.shared
+    limits = {
+        "registers": regs_per_sm // (regs_per_warp * num_warps),
+        "shared memory": props.shared_memory_per_multiprocessor // (smem + SMEM_RESERVED_PER_BLOCK),
+        "threads": props.max_threads_per_multi_processor // (props.warp_size * num_warps),
+        "blocks": MAX_BLOCKS_PER_SM,
+    }
+    per_sm = min(limits.values())
+    assert per_sm >= 1, f"one program does not fit on an SM: {limits}"
+    return dict(n_regs=kernel.n_regs, n_spills=kernel.n_spills, shared_bytes=smem, programs_per_sm=per_sm,
+                limited_by=min(limits, key=limits.get))
