@@ -1,10 +1,11 @@
 """The FlashAttention notebook's launcher and model beyond its own correctness cells.
 
 Under ``TRITON_INTERPRET=1`` (fp32: the interpreter has no bf16): one query attends to one
-key (the output is that value), a causal first row attends only to itself, the result does
-not depend on the block sizes, the TMA version and the versions with exponentials as a
-polynomial agree with the pointer version at a length no block divides, and bad shapes,
-block sizes or options are a clear error. On the host: the FLOP and byte model.
+key (the output is that value), a causal first row attends only to itself, the result depends
+on neither the block sizes nor the version (pointers, descriptors) nor the order of the causal
+programs, the saved log-sum-exp is its definition, the backward kernels match autograd at a
+length no block divides and ``loss.backward()`` works, and bad input is a clear error. On the
+host: the FLOP and byte model.
 """
 
 from __future__ import annotations
@@ -42,27 +43,35 @@ def test_the_naive_version_moves_the_n_squared_scores():
 
 
 CHILD = r'''
-attention = namespace["attention"]
+forward, backward = namespace["attention_forward"], namespace["attention_backward"]
+naive, flash_attention = namespace["naive_attention"], namespace["flash_attention"]
 torch.manual_seed(4)
 q, k, v = (torch.randn(1, 2, 1, 64) for _ in range(3))
-results["one"] = (attention(q, k, v), v)
+results["one"] = [(forward(q, k, v, version=version)[0], v) for version in ("pointers", "tma")]
 q, k, v = (torch.randn(1, 1, 77, 32) for _ in range(3))
-results["causal"] = (attention(q, k, v, True, BLOCK_M=32, BLOCK_N=16, num_stages=1), v)
-results["blocks"] = [attention(q, k, v, False, BLOCK_M=bm, BLOCK_N=bn, num_stages=1)
-                     for bm, bn in ((16, 16), (32, 16), (64, 32))]
-# the TMA version: the same results, at a length no block divides, causal and not
-results["tma"] = [(attention(q, k, v, causal, BLOCK_M=32, BLOCK_N=16, num_stages=1),
-                   attention(q, k, v, causal, BLOCK_M=32, BLOCK_N=16, num_stages=1, tma=True))
-                  for causal in (False, True)]
-# half and all of the exponentials as a polynomial on the FMA pipe
-results["poly"] = [(attention(q, k, v, causal, BLOCK_M=32, BLOCK_N=16, num_stages=1),
-                    attention(q, k, v, causal, BLOCK_M=32, BLOCK_N=16, num_stages=1, exp2_poly=poly))
-                   for causal in (False, True) for poly in (1, 2)]
-results["poly option"] = attempt(attention, q, k, v, exp2_poly=3)
-results["poly tma"] = attempt(attention, q, k, v, exp2_poly=1, tma=True)
-results["shape"] = attempt(attention, q, k[:, :, :5], v)
-results["dims"] = attempt(attention, torch.randn(1, 1, 8, 24), torch.randn(1, 1, 8, 24), torch.randn(1, 1, 8, 24))
-results["split"] = attempt(attention, q, k, v, BLOCK_M=16, BLOCK_N=32)
+results["causal"] = (forward(q, k, v, True, BLOCK_M=32, BLOCK_N=16, num_stages=1)[0], v)
+results["blocks"] = [forward(q, k, v, False, version=version, BLOCK_M=bm, BLOCK_N=bn, num_stages=1)[0]
+                     for version in ("pointers", "tma") for bm, bn in ((16, 16), (32, 16), (64, 32))]
+# the reversed causal order, and the log-sum-exp against its definition
+results["reverse"] = (forward(q, k, v, True, BLOCK_M=32, BLOCK_N=16, num_stages=1)[0],
+                      forward(q, k, v, True, BLOCK_M=32, BLOCK_N=16, num_stages=1, reverse=True)[0])
+s = (q @ k.transpose(-2, -1)) / 32 ** 0.5
+results["lse"] = (forward(q, k, v, False, BLOCK_M=32, BLOCK_N=16, num_stages=1)[1],
+                  torch.logsumexp(s, -1) / torch.log(torch.tensor(2.0)))
+# the backward at a length no block divides, with other blocks than the notebook's own
+do = torch.randn_like(q)
+o, lse = forward(q, k, v, True, BLOCK_M=32, BLOCK_N=16, num_stages=1)
+qf, kf, vf = (t.clone().requires_grad_() for t in (q, k, v))
+naive(qf, kf, vf, True).backward(do)
+results["grads"] = [(g, r.grad) for g, r in zip(backward(q, k, v, o, lse, do, True, dkdv=(16, 64, 4, 1),
+                                                         dq=(64, 16, 4, 1)), (qf, kf, vf))]
+qa, ka, va = (t.clone().requires_grad_() for t in (q, k, v))
+flash_attention(qa, ka, va, True).sum().backward()
+results["autograd"] = [t.grad for t in (qa, ka, va)]
+results["shape"] = attempt(forward, q, k[:, :, :5], v)
+results["dims"] = attempt(forward, torch.randn(1, 1, 8, 24), torch.randn(1, 1, 8, 24), torch.randn(1, 1, 8, 24))
+results["split"] = attempt(forward, q, k, v, BLOCK_M=16, BLOCK_N=32)
+results["version"] = attempt(forward, q, k, v, version="cuda")
 '''
 
 
@@ -73,8 +82,8 @@ def interpreted(tmp_path_factory) -> dict:
 
 @pytest.mark.notebook
 def test_one_key_gives_its_value(interpreted):
-    out, v = interpreted["one"]
-    assert (out - v).abs().max().item() < 1e-6
+    for out, v in interpreted["one"]:
+        assert (out - v).abs().max().item() < 1e-6
 
 
 @pytest.mark.notebook
@@ -84,28 +93,37 @@ def test_the_first_causal_row_sees_only_itself(interpreted):
 
 
 @pytest.mark.notebook
-def test_the_tma_version_matches_the_pointer_version_at_a_ragged_length(interpreted):
-    for pointers, tma in interpreted["tma"]:
-        assert pointers.shape == tma.shape == (1, 1, 77, 32)
-        assert (pointers - tma).abs().max().item() < 1e-5
-
-
-@pytest.mark.notebook
-def test_exponentials_as_a_polynomial_agree_with_the_hardware_ones(interpreted):
-    for hardware, polynomial in interpreted["poly"]:
-        differs = ((polynomial - hardware).norm() / hardware.norm()).item()
-        assert 0 < differs < 1e-3  # the polynomial's relative error is 1.0e-4; 0 would mean it never ran
-
-
-@pytest.mark.notebook
-def test_the_result_does_not_depend_on_the_blocks(interpreted):
+def test_the_result_depends_on_neither_the_blocks_nor_the_version(interpreted):
     first, *rest = interpreted["blocks"]
-    assert all((first - r).abs().max().item() < 1e-5 for r in rest)
+    assert len(rest) == 5 and all((first - r).abs().max().item() < 1e-5 for r in rest)
+
+
+@pytest.mark.notebook
+def test_the_longest_rows_first_give_the_same_result(interpreted):
+    natural, reversed_order = interpreted["reverse"]
+    assert (natural - reversed_order).abs().max().item() < 1e-6
+
+
+@pytest.mark.notebook
+def test_the_saved_log_sum_exp_is_log2_of_the_row_sums(interpreted):
+    lse, expected = interpreted["lse"]
+    assert (lse - expected).abs().max().item() < 1e-4
+
+
+@pytest.mark.notebook
+def test_the_backward_matches_autograd_at_a_ragged_length(interpreted):
+    for got, expected in interpreted["grads"]:
+        assert ((got - expected).norm() / expected.norm()).item() < 1e-5
+
+
+@pytest.mark.notebook
+def test_loss_backward_works_through_the_autograd_function(interpreted):
+    assert all(g is not None and g.shape == (1, 1, 77, 32) and g.abs().sum() > 0 for g in interpreted["autograd"])
 
 
 @pytest.mark.notebook
 @pytest.mark.parametrize("case, words", [("shape", "must be"), ("dims", "power of two"), ("split", "divide"),
-                                         ("poly option", "0, 1 or 2"), ("poly tma", "0 with tma")])
+                                         ("version", "'pointers' or 'tma'")])
 def test_bad_input_is_a_clear_error(interpreted, case, words):
     kind, message = interpreted[case]
     assert kind == "ValueError" and words in message
