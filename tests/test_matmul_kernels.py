@@ -1,21 +1,23 @@
-"""The tiled-matmul notebook's kernels beyond what its own correctness cell checks.
+"""The two matmul notebooks' kernels beyond what their own correctness cells check.
 
-* Under ``TRITON_INTERPRET=1``, every version on edge shapes (one row, one column, K = 1,
-  K shorter than BLOCK_K, exact multiples of the tiles), on operands in layouts the
+* Under ``TRITON_INTERPRET=1``, every version (versions 1–4 of ``tiled_matmul.py``, both
+  variants of version 5 in ``persistent_matmul.py``) on edge shapes (one row, one column,
+  K = 1, K shorter than BLOCK_K, exact multiples of the tiles), on operands in layouts the
   benchmark never uses (a transposed A, a row-major B), and the launchers' errors.
 * The persistent kernel's TMA padding: aligned operands pass through uncopied, misaligned
-  ones get a 16-byte row stride.
-* The grouped launch order (the notebook's ``tile_order``) is a permutation of the tiles
-  whose bands span GROUP_SIZE_M tile rows (hypothesis).
+  ones get a 16-byte row stride; one persistent autotuner per operand dtype.
+* The grouped launch order (``worklog_gen.kit.gemm.tile_order``) is a permutation of the
+  tiles whose bands span GROUP_SIZE_M tile rows, and the balanced grid keeps the rounds
+  with the fewest programs (hypothesis).
 * The Hopper configuration lists: pruning by dtype and by warp specialization, and the
   fixed-configuration pick; the autotuning hook that sets the host-built descriptors' box
-  shapes; one persistent autotuner per operand dtype.
+  shapes.
 * Compiled for sm_90 without a GPU: the tiled kernels issue ``wgmma``, both persistent kernels
   issue TMA copies, and the in-kernel-descriptor one with ``num_warps=4`` really is
   warp-specialized.
 
 Triton decides at ``@triton.jit`` time whether to interpret, so kernels run in child
-processes; the assertions are made here.
+processes (:mod:`interpreted`); the assertions are made here.
 """
 
 from __future__ import annotations
@@ -31,19 +33,23 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from interpreted import run_interpreted
+
 REPO = Path(__file__).resolve().parents[1]
-NOTEBOOK = REPO / "notebooks" / "tiled_matmul.py"
-VARIANTS = ["naive", "tiled", "grouped", "autotuned", "persistent-tma", "persistent-tma-ws"]
+TILED = REPO / "notebooks" / "tiled_matmul.py"
+PERSISTENT = REPO / "notebooks" / "persistent_matmul.py"
+VARIANTS = {TILED: ["naive", "tiled", "grouped", "autotuned"], PERSISTENT: ["persistent-tma", "persistent-tma-ws"]}
+ALL = [(nb, v) for nb, names in VARIANTS.items() for v in names]
 EDGE_SHAPES = [(1, 37, 19), (40, 1, 23), (33, 29, 1), (21, 35, 7), (64, 64, 32)]
 
 
-def top_level(names: set[str], *, cpu: bool) -> dict:
+def top_level(notebook: Path, names: set[str], *, cpu: bool) -> dict:
     """Run the notebook's top-level statements that assign or define ``names`` (no kernels run),
-    with ``CPU`` fixed; returns the namespace."""
-    import triton  # noqa: F401  (the statements use it)
-
-    tree = ast.parse(NOTEBOOK.read_text())
-    body = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) and "worklog_gen" not in ast.unparse(n)]
+    with ``CPU`` fixed, after its imports of third-party modules and of ``worklog_gen.kit.gemm``;
+    returns the namespace."""
+    tree = ast.parse(notebook.read_text())
+    body = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
+            and ("worklog_gen" not in ast.unparse(n) or "kit.gemm" in ast.unparse(n))]
     for node in tree.body:
         statements = [*node.body, *node.orelse] if isinstance(node, ast.If) else [node]
         assigned = {t.id for s in statements if isinstance(s, ast.Assign) for t in s.targets if isinstance(t, ast.Name)}
@@ -51,9 +57,9 @@ def top_level(names: set[str], *, cpu: bool) -> dict:
             body.append(node)
         elif assigned & names:
             body.append(node)
-    namespace = {"CPU": cpu, "__name__": "tiled_matmul_parts"}
+    namespace = {"CPU": cpu, "__name__": f"{notebook.stem}_parts"}
     body = [n for n in body if not (isinstance(n, ast.Assign) and ast.unparse(n).startswith("CPU ="))]
-    exec(compile(ast.Module(body=body, type_ignores=[]), str(NOTEBOOK), "exec"), namespace)
+    exec(compile(ast.Module(body=body, type_ignores=[]), str(notebook), "exec"), namespace)
     return namespace
 
 
@@ -64,30 +70,9 @@ def child_env(**extra) -> dict:
 
 
 CHILD = r'''
-import sys
-from pathlib import Path
-
-import torch
-
-notebook, results_path = Path(sys.argv[1]), Path(sys.argv[2])
-namespace = {"__name__": "tiled_matmul"}
-# compiled under the notebook's own file name: the interpreter re-reads each kernel's source from it
-exec(compile(notebook.read_text(), str(notebook), "exec"), namespace)
-VARIANTS, tma_rows = namespace["VARIANTS"], namespace["tma_rows"]
+VARIANTS = namespace["VARIANTS"]
 torch.manual_seed(2)
-
-
-def attempt(function, *args):
-    try:
-        return function(*args)
-    except Exception as exc:  # reported to the test, which asserts on it
-        return (type(exc).__name__, str(exc))
-
-
-results = {"edge": {}, "layout": {}, "errors": {}, "tma_rows": {}}
-tuner = namespace["persistent_tuner"]
-results["tuners"] = {"same_dtype_same": tuner(torch.float16) is tuner(torch.float16),
-                     "dtypes_apart": tuner(torch.float16) is not tuner(torch.float32)}
+results.update(edge={}, layout={}, errors={})
 for dtype in (torch.float32, torch.float16):
     for M, N, K in EDGE_SHAPES:
         a, w = torch.randn(M, K, dtype=dtype), torch.randn(N, K, dtype=dtype)
@@ -101,39 +86,37 @@ for dtype in (torch.float32, torch.float16):
 for name, fn in VARIANTS.items():
     results["errors"][name, "shape"] = attempt(fn, torch.randn(4, 5), torch.randn(6, 3))
     results["errors"][name, "dtype"] = attempt(fn, torch.randn(4, 5), torch.randn(5, 3, dtype=torch.float16))
-aligned, misaligned = torch.randn(6, 8), torch.randn(6, 7)
-results["tma_rows"] = {"aligned_same": tma_rows(aligned).data_ptr() == aligned.data_ptr(),
-                       "misaligned": (tma_rows(misaligned), misaligned),
-                       "transposed": (tma_rows(aligned.T), aligned.T)}
-torch.save(results, results_path)
+if "tma_rows" in namespace:
+    tma_rows, tuner = namespace["tma_rows"], namespace["persistent_tuner"]
+    results["tuners"] = {"same_dtype_same": tuner(torch.float16) is tuner(torch.float16),
+                         "dtypes_apart": tuner(torch.float16) is not tuner(torch.float32)}
+    aligned, misaligned = torch.randn(6, 8), torch.randn(6, 7)
+    results["tma_rows"] = {"aligned_same": tma_rows(aligned).data_ptr() == aligned.data_ptr(),
+                           "misaligned": (tma_rows(misaligned), misaligned),
+                           "transposed": (tma_rows(aligned.T), aligned.T)}
 '''.replace("EDGE_SHAPES", repr(EDGE_SHAPES))
 
 
 @pytest.fixture(scope="module")
 def interpreted(tmp_path_factory) -> dict:
-    pytest.importorskip("triton")
-    torch = pytest.importorskip("torch")
-    folder = tmp_path_factory.mktemp("tiled_matmul")
-    env = child_env(TRITON_INTERPRET="1", WORKLOG_GEN_OUTPUT=str(folder / "out"))
-    result = subprocess.run([sys.executable, "-c", CHILD, str(NOTEBOOK), str(folder / "results.pt")],
-                            env=env, capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
-    return torch.load(folder / "results.pt", weights_only=False)
+    """Each notebook's results under the interpreter, by notebook path."""
+    return {nb: run_interpreted(nb, CHILD, tmp_path_factory.mktemp(nb.stem)) for nb in VARIANTS}
 
 
 def rel_err(out, reference) -> float:
     return ((out.double() - reference).norm() / reference.norm()).item()
 
 
-TOL = {"torch.float32": 1e-5, "torch.float16": 2e-3}  # the notebook's CPU-mode bounds
+TOL = {"torch.float32": 1e-5, "torch.float16": 2e-3}  # the notebooks' CPU-mode bounds
+IDS = [f"{nb.stem}-{v}" for nb, v in ALL]
 
 
 @pytest.mark.notebook
 @pytest.mark.parametrize("dtype", ["torch.float32", "torch.float16"])
 @pytest.mark.parametrize("shape", EDGE_SHAPES, ids=["x".join(map(str, s)) for s in EDGE_SHAPES])
-@pytest.mark.parametrize("variant", VARIANTS)
-def test_every_version_is_right_on_edge_shapes(interpreted, dtype, shape, variant):
-    out, reference = interpreted["edge"][dtype, shape, variant]
+@pytest.mark.parametrize("notebook, variant", ALL, ids=IDS)
+def test_every_version_is_right_on_edge_shapes(interpreted, dtype, shape, notebook, variant):
+    out, reference = interpreted[notebook]["edge"][dtype, shape, variant]
     assert not isinstance(out, tuple), out  # an exception, reported as (type, message)
     assert tuple(out.shape) == (shape[0], shape[1])
     assert rel_err(out, reference) < TOL[dtype]
@@ -141,18 +124,18 @@ def test_every_version_is_right_on_edge_shapes(interpreted, dtype, shape, varian
 
 @pytest.mark.notebook
 @pytest.mark.parametrize("dtype", ["torch.float32", "torch.float16"])
-@pytest.mark.parametrize("variant", VARIANTS)
-def test_every_version_takes_any_operand_layout(interpreted, dtype, variant):
-    out, reference = interpreted["layout"][dtype, variant]
+@pytest.mark.parametrize("notebook, variant", ALL, ids=IDS)
+def test_every_version_takes_any_operand_layout(interpreted, dtype, notebook, variant):
+    out, reference = interpreted[notebook]["layout"][dtype, variant]
     assert not isinstance(out, tuple), out
     assert rel_err(out, reference) < TOL[dtype]
 
 
 @pytest.mark.notebook
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("notebook, variant", ALL, ids=IDS)
 @pytest.mark.parametrize("case, words", [("shape", "need A (M, K) and B (K, N)"), ("dtype", "share a dtype")])
-def test_launchers_reject_mismatched_operands(interpreted, variant, case, words):
-    kind, message = interpreted["errors"][variant, case]
+def test_launchers_reject_mismatched_operands(interpreted, notebook, variant, case, words):
+    kind, message = interpreted[notebook]["errors"][variant, case]
     assert kind == "ValueError" and words in message
 
 
@@ -160,12 +143,12 @@ def test_launchers_reject_mismatched_operands(interpreted, variant, case, words)
 def test_each_operand_dtype_has_its_own_persistent_autotuner(interpreted):
     # host-built descriptors carry no dtype for the autotuner's key: a shared tuner would reuse a
     # 16-bit configuration (BLOCK_K = 64) for fp32 operands of the same size
-    assert interpreted["tuners"] == {"same_dtype_same": True, "dtypes_apart": True}
+    assert interpreted[PERSISTENT]["tuners"] == {"same_dtype_same": True, "dtypes_apart": True}
 
 
 @pytest.mark.notebook
 def test_tma_rows_pads_only_misaligned_rows(interpreted):
-    rows = interpreted["tma_rows"]
+    rows = interpreted[PERSISTENT]["tma_rows"]
     assert rows["aligned_same"]  # 8 fp32 = 32 bytes: passed through, not copied
     for key in ("misaligned", "transposed"):
         padded, original = rows[key]
@@ -173,13 +156,18 @@ def test_tma_rows_pads_only_misaligned_rows(interpreted):
         assert padded[:, : original.shape[1]].equal(original)
 
 
-TILE_ORDER = top_level({"tile_order"}, cpu=True)["tile_order"]
+@pytest.fixture(scope="module")
+def tile_order():
+    pytest.importorskip("triton")
+    from worklog_gen.kit.gemm import tile_order
+
+    return tile_order
 
 
 @settings(max_examples=200, deadline=None)
 @given(num_pid_m=st.integers(1, 40), num_pid_n=st.integers(1, 40), group=st.integers(1, 12))
-def test_grouped_order_is_a_permutation_banded_by_group_size_m(num_pid_m, num_pid_n, group):
-    order = TILE_ORDER(num_pid_m, num_pid_n, group)
+def test_grouped_order_is_a_permutation_banded_by_group_size_m(tile_order, num_pid_m, num_pid_n, group):
+    order = tile_order(num_pid_m, num_pid_n, group)
     assert sorted(order) == [(m, n) for m in range(num_pid_m) for n in range(num_pid_n)]
     band = group * num_pid_n  # program ids of one band of GROUP_SIZE_M tile rows
     for start in range(0, len(order), band):
@@ -189,29 +177,37 @@ def test_grouped_order_is_a_permutation_banded_by_group_size_m(num_pid_m, num_pi
         assert order == [(m, n) for m in range(num_pid_m) for n in range(num_pid_n)]  # row-major
 
 
-BALANCED_PROGRAMS = top_level({"balanced_programs"}, cpu=True)["balanced_programs"]
+@pytest.fixture(scope="module")
+def balanced_programs():
+    pytest.importorskip("triton")
+    return top_level(PERSISTENT, {"balanced_programs"}, cpu=True)["balanced_programs"]
 
 
+@settings(deadline=None)
 @given(tiles=st.integers(1, 100_000), slots=st.integers(1, 300))
-def test_balanced_grid_keeps_the_rounds_with_the_fewest_programs(tiles, slots):
-    programs = BALANCED_PROGRAMS(tiles, slots)
+def test_balanced_grid_keeps_the_rounds_with_the_fewest_programs(balanced_programs, tiles, slots):
+    programs = balanced_programs(tiles, slots)
     rounds = -(-tiles // slots)  # rounds with one program per slot
     assert 1 <= programs <= slots
     assert -(-tiles // programs) == rounds  # no program takes more tiles than with a full grid
     assert programs == 1 or -(-tiles // (programs - 1)) > rounds  # one program fewer would need another round
 
 
-def test_balanced_grid_rejects_an_empty_launch():
+def test_balanced_grid_rejects_an_empty_launch(balanced_programs):
+    assert balanced_programs(512, 132) == 128 and balanced_programs(133, 132) == 67
     with pytest.raises(ValueError, match="at least one tile"):
-        BALANCED_PROGRAMS(0, 132)
+        balanced_programs(0, 132)
 
 
 @pytest.fixture(scope="module")
 def hopper_configs() -> dict:
     pytest.importorskip("triton")
-    return top_level({"_hopper_configs", "_persistent_configs", "set_block_shapes", "AUTOTUNE_CONFIGS",
-                      "PERSISTENT_CONFIGS", "keep_configs", "check_config", "GROUP_SIZE_M", "acc_regs",
-                      "MAX_ACC_REGS"}, cpu=False)
+    tiled = top_level(TILED, {"AUTOTUNE_CONFIGS", "GROUP_SIZE_M"}, cpu=False)
+    persistent = top_level(PERSISTENT, {"set_block_shapes", "persistent_configs", "PERSISTENT_CONFIGS"}, cpu=False)
+    from worklog_gen.kit import gemm
+
+    return {**persistent, "AUTOTUNE_CONFIGS": tiled["AUTOTUNE_CONFIGS"], "acc_regs": gemm.acc_regs,
+            "MAX_ACC_REGS": gemm.MAX_ACC_REGS}
 
 
 SMEM_PER_BLOCK = 227 * 1024  # sm_90 (CUDA C Programming Guide, compute capability 9.0)
@@ -287,13 +283,14 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-path = sys.argv[1]
-tree = ast.parse(open(path).read())
-keep = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) and "worklog_gen" not in ast.unparse(n)]
-keep += [n for n in tree.body if isinstance(n, ast.FunctionDef)
-         and any("triton.jit" in ast.unparse(d) for d in n.decorator_list)]
-ns = {"__name__": "tiled_matmul_kernels"}
-exec(compile(ast.Module(body=keep, type_ignores=[]), path, "exec"), ns)
+ns = {"__name__": "matmul_kernels"}
+for path in sys.argv[1:]:  # the kernels of both notebooks, and what they import from the kit
+    tree = ast.parse(open(path).read())
+    keep = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
+            and ("worklog_gen" not in ast.unparse(n) or "kit.gemm" in ast.unparse(n))]
+    keep += [n for n in tree.body if isinstance(n, ast.FunctionDef)
+             and any("triton.jit" in ast.unparse(d) for d in n.decorator_list)]
+    exec(compile(ast.Module(body=keep, type_ignores=[]), path, "exec"), ns)
 
 
 def build(fn, ints, dtype, consts, descs=None, **options):
@@ -333,7 +330,7 @@ print(json.dumps({" ".join(k): v for k, v in out.items()}))
 @pytest.fixture(scope="module")
 def sm90() -> dict:
     pytest.importorskip("triton")
-    result = subprocess.run([sys.executable, "-c", AOT, str(NOTEBOOK)], env=child_env(TRITON_DEFAULT_FP_FUSION="1"),
+    result = subprocess.run([sys.executable, "-c", AOT, str(TILED), str(PERSISTENT)], env=child_env(TRITON_DEFAULT_FP_FUSION="1"),
                             capture_output=True, text=True, timeout=600)
     if result.returncode != 0 and ("ptxas" in result.stderr or "No module named" in result.stderr):
         pytest.skip(f"no sm_90 code generation here: {result.stderr.strip().splitlines()[-1]}")
@@ -358,66 +355,3 @@ def test_persistent_kernel_uses_tma_and_warp_specializes_with_four_warps(sm90, d
     assert plain["tma"] and plain["wgmma"] and not plain["ws"]
     assert ws4["tma"] and ws4["wgmma"] and ws4["ws"]
     assert not ws8["ws"]  # with 8 warps Hopper falls back to software pipelining: why the WS configs use 4
-
-
-PAIRED = top_level({"_pair", "_ratio_stats", "paired_rounds", "rank_paired"}, cpu=True)
-
-
-class DriftingTimer:
-    """Stands in for ``bench(fn).ms``: a call costs the callable's base time (ms) times a clock factor
-    that grows by ``drift`` per call, as when a power-capped card slows down, and logs which callable
-    ran. The callables return their own names."""
-
-    def __init__(self, base: dict, drift: float):
-        self.base, self.drift, self.calls = base, drift, []
-
-    def __call__(self, fn) -> float:
-        name = fn()
-        self.calls.append(name)
-        return self.base[name] * (1 + self.drift) ** (len(self.calls) - 1)
-
-
-def named(name: str):
-    return lambda: name
-
-
-def test_paired_rounds_alternate_so_drift_favours_neither_side():
-    drift = 0.02
-    timer = DriftingTimer({"torch": 1.0, "triton": 1.0}, drift)  # equally fast; the clock slows 2 % a call
-    stats = PAIRED["paired_rounds"](named("torch"), named("triton"), rounds=7, timer=timer)
-    assert timer.calls == [name for r in range(7) for name in (("torch", "triton") if r % 2 == 0 else ("triton", "torch"))]
-    # each round's ratio is off by one call of drift, in alternating directions
-    assert stats["ratios"] == pytest.approx([1 / (1 + drift) if r % 2 == 0 else 1 + drift for r in range(7)])
-    assert abs(stats["ratio"] - 1) <= drift + 1e-12
-    assert stats["ratio_lo"] == pytest.approx(1 / (1 + drift)) and stats["ratio_hi"] == pytest.approx(1 + drift)
-    assert stats["rounds"] == 7 and len(stats["ref_ms_all"]) == len(stats["cand_ms_all"]) == 7
-
-
-def test_paired_rounds_report_the_ratio_of_times_and_the_medians():
-    timer = DriftingTimer({"torch": 1.0, "triton": 0.8}, 0.0)
-    stats = PAIRED["paired_rounds"](named("torch"), named("triton"), rounds=5, timer=timer)
-    assert stats["ratio"] == stats["ratio_lo"] == stats["ratio_hi"] == pytest.approx(1.25)  # above 1: Triton faster
-    assert stats["ref_ms"] == pytest.approx(1.0) and stats["cand_ms"] == pytest.approx(0.8)
-
-
-def test_rank_paired_ranks_by_median_ratio_and_rotates_the_first_candidate():
-    base = {"torch": 1.0, "fast": 0.9, "slow": 1.1, "even": 1.0}
-    timer = DriftingTimer(base, 0.005)
-    candidates = {name: named(name) for name in ("slow", "fast", "even")}
-    ranking = PAIRED["rank_paired"](named("torch"), candidates, rounds=3, timer=timer)
-    assert [name for name, _ in ranking] == ["fast", "even", "slow"]
-    assert all(stats["rounds"] == 3 for _, stats in ranking)
-    names = list(candidates)
-    for r in range(3):
-        round_calls = timer.calls[6 * r: 6 * r + 6]  # three pairs of two calls
-        pairs = [round_calls[2 * i: 2 * i + 2] for i in range(3)]
-        order = [next(n for n in pair if n != "torch") for pair in pairs]
-        assert order == names[r:] + names[:r]  # each round starts from the next candidate
-        assert all((pair[0] == "torch") == ((r + i) % 2 == 0) for i, pair in enumerate(pairs))
-
-
-def test_paired_helpers_reject_empty_measurements():
-    with pytest.raises(ValueError, match="at least one round"):
-        PAIRED["paired_rounds"](named("torch"), named("triton"), rounds=0, timer=DriftingTimer({}, 0))
-    with pytest.raises(ValueError, match="need candidates"):
-        PAIRED["rank_paired"](named("torch"), {}, timer=DriftingTimer({}, 0))

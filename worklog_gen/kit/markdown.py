@@ -71,3 +71,14 @@ def prose(text: str):
     from IPython.display import Markdown
 
     return Markdown(text)
+
+
+def python_source(fn):
+    """The source of ``fn`` (a function, or a ``@triton.jit`` one) as an IPython ``Markdown``
+    output, for ``display``: how a notebook shows a kernel it imports from the kit, so that
+    the lines its lesson is about stay on the page."""
+    import inspect
+
+    from IPython.display import Markdown
+
+    return Markdown(fence(inspect.getsource(getattr(fn, "fn", fn)), "python"))
