@@ -58,10 +58,15 @@ SEQ_LENS = [512, 1024, 2048, 4096, 8192, 16384]
 HEADS = {64: 32, 128: 16}  # head_dim -> heads (hidden size 2048, as in the papers)
 ROUNDS = 9  # paired rounds per headline
 
+
+def scratch(size: int, alignment: int, stream) -> torch.Tensor:
+    """Triton's allocator, for the 128 bytes of each device-side tensor descriptor (section 3)."""
+    return torch.empty(size, device="cuda", dtype=torch.int8)
+
+
 torch.manual_seed(0)
 if GPU:
-    # device-side tensor descriptors (section 3) keep their 128 bytes in a scratch buffer
-    triton.set_allocator(lambda size, alignment, stream: torch.empty(size, device="cuda", dtype=torch.int8))
+    triton.set_allocator(scratch)
     print(gpu_info())
 
 # %% [markdown]
@@ -71,8 +76,8 @@ if GPU:
 # half of it under a causal mask. The fused kernel reads $Q, K, V$ and writes $O$: $4BHNd$
 # elements, 2 bytes each in bf16. The naive one also writes $S = QK^\top$ and $P$ and reads them
 # back: $4BHN^2$ more elements at least. At $N = 8192$, $d = 128$ the fused intensity is $N/2$ =
-# 4096 FLOP/byte, far right of the bf16 ridge point (about 200): compute-bound. The naive one is
-# about $d/2$ = 64 FLOP/byte: memory-bound.
+# 4096 FLOP/byte, far right of the bf16 ridge point (about 200): compute-bound. The naive one,
+# about $d/2$ = 64 FLOP/byte, is memory-bound.
 #
 # **Prediction, written before measuring.** The naive version runs out of memory past
 # N = 32k. A plain Triton kernel with tuned blocks should reach about half of the measured bf16
@@ -369,8 +374,7 @@ display(table(correctness, formats={f"N={n}": ".1e" for n in CHECK_N},
 # stage, plus the $Q$ block, must fit in the 227 KiB of shared memory a block may have. Each
 # survivor runs once at N = 8192 and its output is compared with cuDNN's before it is timed: in
 # trial runs, warp-specialized configurations with 3 or more stages compiled and returned NaNs,
-# so a configuration is kept only when it is right. A configuration that fails to compile is
-# counted and its compiler pass named, not hidden.
+# so a configuration is kept only when it is right; one that fails to compile is counted.
 
 # %% tags=["hide-input"] summary="Candidates, the pruning rules, and a guard for the compiler's error output"
 def candidate_configs(causal: bool) -> list[dict]:
@@ -478,8 +482,7 @@ if GPU:
 #
 # Each version at N = 8192, head_dim 128, bf16, timed in pairs against cuDNN (the fastest
 # backend of section 7), as Simon Boehm's SGEMM worklog tabulates its kernels against cuBLAS.
-# The card drifts at its 700 W power cap, so every row is the median of paired rounds, cuDNN and
-# the version back to back in alternating order.
+# At the card's 700 W cap its clock drifts, so every row is a median of paired rounds.
 
 # %% tags=["hide-input"] summary="Pair every version with cuDNN"
 def sdpa(backend):
@@ -595,8 +598,7 @@ if GPU:
 # ## 8. The headlines, paired, at N = 8192, head_dim 128
 #
 # Against FlashAttention-2 (SDPA's flash backend) and against the fastest backend of the sweep,
-# in bf16, causal and not, and in fp16: each the median of paired rounds, the backend and the
-# kernel back to back in alternating order.
+# in bf16, causal and not, and in fp16: each the median of paired rounds, back to back.
 
 # %% tags=["hide-input"] summary="Pairs, and the headline figures they give"
 pairs = {}
@@ -650,9 +652,8 @@ if GPU:
 # Throughput is SMs × SM clock × FLOP per SM per clock, so a ratio between two kernels splits into
 # a ratio of clocks and one of work per clock. The kernel and the fastest backend each run back
 # to back for a few seconds, in the order backend, kernel, kernel, backend, while `nvidia-smi`
-# samples the SM clock, the board power and the clock-event reasons every 50 ms
-# (`worklog_gen.kit.power.sustained`). The clock moves in 15 MHz steps, so the split is good to a
-# percent or two.
+# samples the SM clock, the board power and the clock-event reasons every 50 ms (`kit.power`).
+# The clock moves in 15 MHz steps, so the split is good to a percent or two.
 
 # %% tags=["hide-input"] summary="Clock, power and work per clock, sampled while each runs"
 power_rows, mean = [], {}
@@ -831,8 +832,9 @@ class FlashAttention(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, do):
-        q, k, v, o, lse = ctx.saved_tensors
-        return (*attention_backward(q, k, v, o, lse, do, ctx.causal, **BWD_CFG.get(ctx.causal, {})), None)
+        if GPU:  # autograd runs the backward on a thread of its own, which has no allocator yet
+            triton.set_allocator(scratch)
+        return (*attention_backward(*ctx.saved_tensors, do, ctx.causal, **BWD_CFG.get(ctx.causal, {})), None)
 
 
 def flash_attention(q, k, v, causal: bool = False) -> torch.Tensor:

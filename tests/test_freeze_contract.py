@@ -133,3 +133,35 @@ def test_explain_change_names_cells_and_modules():
     assert explain_change(old, SourceHashes(cells=("a",), modules=old.modules), [5]) == [
         "2 code cell(s) removed after code cell 1 (line 5)"]
     assert explain_change(None, new, []) == ["the frozen record has no per-file hashes (written before source hash v2)"]
+    assert explain_change(old, SourceHashes(cells=old.cells, modules=old.modules, version=3), []) == [
+        "the frozen record was hashed by source hash v2, this worklog-gen hashes by v3"]
+
+
+FINGERPRINTED = ('import torch\n\n\n@torch.no_grad()\ndef f(x: int, *, y=None) -> str:\n    """Doc."""\n'
+                 '    return f"{x!r:>{y}} {x=}" + str([i for i in range(x) if i])\n\n\n'
+                 'class C:\n    async def g(self):\n        async with a as b:\n            return [i async for i in b]\n')
+
+
+def test_a_fingerprint_is_the_same_on_every_python():
+    # Frozen on the GPU box's Python, checked on CI's and a user's: 3.12 added an empty
+    # ``type_params`` to every function's syntax tree, which must not stale a result. This value
+    # was computed on 3.11 and checked on 3.10, 3.12 and 3.13.
+    assert code_fingerprint(FINGERPRINTED) == "fec37583728419de4faf14efffc725bf350d4797060388cdef347d0e0d67f589"
+
+
+@pytest.mark.parametrize("version", ["3.10", "3.12", "3.13"])
+def test_other_installed_pythons_fingerprint_this_repository_alike(version):
+    python = shutil.which(f"python{version}")
+    if python is None:
+        pytest.skip(f"no python{version} here")
+    script = ("import json, sys; sys.path.insert(0, sys.argv[1]); from pathlib import Path; "
+              "from worklog_gen.freeze.source_hash import code_fingerprint as f; "
+              "print(json.dumps({p.name: f(p.read_text()) for p in sorted(Path(sys.argv[1], 'notebooks').glob('*.py'))}))")
+    import json
+    import subprocess
+
+    result = subprocess.run([python, "-c", script, str(REPO)], capture_output=True, text=True, timeout=120)
+    if result.returncode != 0:
+        pytest.skip(f"python{version} cannot run it here: {result.stderr.strip().splitlines()[-1:]}")
+    theirs = json.loads(result.stdout)
+    assert theirs == {p.name: code_fingerprint(p.read_text()) for p in sorted((REPO / "notebooks").glob("*.py"))}

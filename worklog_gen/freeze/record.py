@@ -91,17 +91,21 @@ class SourceHashes:
 
     cells: tuple[str, ...] = ()
     modules: tuple[tuple[str, str], ...] = ()
+    version: int = 2
+    """The source hash scheme that made them (``HASH_SCHEME`` of :mod:`worklog_gen.freeze.source_hash`);
+    records written before it was kept hold scheme 2."""
 
     @property
     def module_hashes(self) -> dict[str, str]:
         return dict(self.modules)
 
     def to_json(self) -> dict:
-        return {"cells": list(self.cells), "modules": dict(self.modules)}
+        return {"version": self.version, "cells": list(self.cells), "modules": dict(self.modules)}
 
     @classmethod
     def from_json(cls, data: Any) -> SourceHashes:
-        return cls(tuple(data.get("cells", ())), tuple(sorted(dict(data.get("modules", {})).items())))
+        return cls(tuple(data.get("cells", ())), tuple(sorted(dict(data.get("modules", {})).items())),
+                   int(data.get("version", 2)))
 
 
 @dataclass

@@ -34,8 +34,10 @@ from pathlib import Path
 from worklog_gen.freeze.record import SourceHashes
 
 PACKAGE = "worklog_gen"
-HASH_VERSION = b"worklog-gen source hash v2\n"
-"""Bumped when what is hashed changes: every result then needs one re-run."""
+HASH_SCHEME = 3
+"""Bumped when what is hashed changes: every result then needs one re-run, and ``worklog-gen
+status`` says so. 3: syntax trees dumped alike on every Python (3.12 added fields)."""
+HASH_VERSION = f"worklog-gen source hash v{HASH_SCHEME}\n".encode()
 UNHASHED = frozenset({f"{PACKAGE}/__init__.py"})
 """Imported modules left out of the hash (see the module docstring)."""
 SOURCE_SUFFIXES = (".cu", ".cuh", ".cpp", ".h")
@@ -91,16 +93,31 @@ def _without_docstrings(tree: ast.AST) -> ast.AST:
     return tree
 
 
+def _dump(node) -> str:
+    """A syntax tree as text, the same on every Python version that parses it alike: node names
+    and their fields, leaving out fields that are None or empty. Newer Pythons add such fields
+    (3.12's ``type_params`` on every function), which ``ast.dump`` would print."""
+    if isinstance(node, ast.AST):
+        fields = [(name, getattr(node, name, None)) for name in node._fields]
+        inner = ",".join(f"{name}={_dump(value)}" for name, value in fields if value is not None and value != [])
+        return f"{type(node).__name__}({inner})"
+    if isinstance(node, list):
+        return "[" + ",".join(_dump(item) for item in node) + "]"
+    return repr(node)
+
+
 def code_fingerprint(source: str) -> str:
     """sha256 of ``source``'s code: its syntax tree without docstrings, positions or comments
-    (``ast.dump`` without attributes), with IPython magic lines kept as text beside it. Source
-    that is not Python (a ``%%bash`` cell) is hashed as :func:`normalise_source` text."""
+    (:func:`_dump`), with IPython magic lines kept as text beside it. Source that is not Python
+    (a ``%%bash`` cell) is hashed as :func:`normalise_source` text.
+
+    The same source gives the same fingerprint on Python 3.10 to 3.13 (tests/test_freeze_contract.py)."""
     tree = _parse(source)
     if tree is None:
         payload = "text\0" + normalise_source(source)
     else:
         magics = [line.strip() for line in source.split("\n") if line.lstrip().startswith(("%", "!"))]
-        payload = "ast\0" + ast.dump(_without_docstrings(tree), include_attributes=False) + "\0" + "\n".join(magics)
+        payload = "ast\0" + _dump(_without_docstrings(tree)) + "\0" + "\n".join(magics)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
@@ -230,7 +247,7 @@ def source_hash(notebook: str | Path, root: str | Path) -> SourceHash:
         digest.update(b"cell\0" + h.encode() + b"\0")
     for rel, h in modules:
         digest.update(b"module\0" + rel.encode() + b"\0" + h.encode() + b"\0")
-    return SourceHash(digest.hexdigest(), SourceHashes(cells, tuple(modules)))
+    return SourceHash(digest.hexdigest(), SourceHashes(cells, tuple(modules), HASH_SCHEME))
 
 
 def explain_change(recorded: SourceHashes | None, current: SourceHashes, cell_lines: list[int | None]) -> list[str]:
@@ -241,6 +258,9 @@ def explain_change(recorded: SourceHashes | None, current: SourceHashes, cell_li
     hashes."""
     if recorded is None:
         return ["the frozen record has no per-file hashes (written before source hash v2)"]
+    if recorded.version != current.version:
+        return [f"the frozen record was hashed by source hash v{recorded.version}, this worklog-gen hashes by "
+                f"v{current.version}"]
     reasons = []
 
     def where(j: int) -> str:
