@@ -63,7 +63,7 @@ from worklog_gen.kit.roofline import RooflinePoint, save_roofline
 TOPIC = "fusion"
 GPU = not interpret_mode()
 DEVICE = "cuda" if GPU else "cpu"
-N = 2**28 if GPU else 1823 * 781  # elements; 2^28 fp32 is 1 GiB per tensor, 17x the H200's L2
+N = 2**28 if GPU else 1823 * 781  # elements; 2^28 fp32 is 1 GiB per tensor, about 20x an H100's or H200's L2
 ROWS, COLS = (2**16, 2**12) if GPU else (781, 1823)  # the chain's (rows, features): ROWS * COLS = N
 VAR_ROWS, VAR_COLS = (2**8, 2**20) if GPU else (13, 100_003)  # the variance's rows: 4 MiB each on the GPU
 ROUNDS = 9

@@ -65,7 +65,7 @@ DEVICE = "cuda" if GPU else "cpu"
 HALF = torch.bfloat16 if GPU else torch.float16
 DTYPE_NAME = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
 
-# 2^28 fp32 is 1 GiB, 17 times the H200's L2: the large sizes stream from HBM.
+# 2^28 fp32 is 1 GiB, about 20 times an H100's or H200's L2: the large sizes stream from HBM.
 LARGE = 2**28
 SIZES = [2**k for k in range(16, 29, 2)]
 # Correctness sizes: primes and products of primes, so no block, vector or chunk divides them.

@@ -54,7 +54,7 @@ DEVICE = "cuda" if GPU else "cpu"
 HALF = torch.bfloat16 if GPU else torch.float16
 DTYPE_NAME = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
 
-# Benchmark sizes in elements. 2^28 fp32 is 1 GiB per tensor, far beyond the H200's 60 MB L2,
+# Benchmark sizes in elements. 2^28 fp32 is 1 GiB per tensor, far beyond an H100's 50 MB or H200's 60 MB L2,
 # so the large sizes stream from HBM.
 SIZES = [2**k for k in range(12, 29)]
 LARGE = SIZES[-1]
@@ -431,7 +431,7 @@ if GPU:
 # see the whole roofline with one kernel, keep the bytes fixed (read `x`, write `out`:
 # 8 bytes per fp32 element) and raise the work per element: apply `x = x * a + b` `r` times,
 # `r` = 1, 2, 4, …, 4096. Each step is one fused multiply-add (FFMA), counted as 2 FLOPs,
-# as the datasheet's fp32 peak counts it: the H200's 67 TFLOP/s is 132 SMs × 128 fp32 lanes
+# as the datasheet's fp32 peak counts it: the H100's and H200's 67 TFLOP/s is 132 SMs × 128 fp32 lanes
 # per SM (NVIDIA Hopper architecture whitepaper) × 2 FLOP × a 1.98 GHz boost clock. The arithmetic intensity is `2r / 8 = r / 4` FLOP/byte, so the sweep runs
 # from 0.25 to 1024 FLOP/byte and crosses the ridge point near `r ≈ 4 × ridge`.
 #
@@ -553,7 +553,7 @@ if GPU:
         assert count >= CHAIN_CONFIG["UNROLL"], f"the {name} chain was folded: {count} instructions"
 
     # A whole number of waves: at 2048 threads per SM, 2048 / (32 * num_warps) programs fit on each SM,
-    # and n fills every SM 32 times over (about 2^26 elements, 277 MB per tensor on the H200),
+    # and n fills every SM 32 times over (about 2^26 elements, 277 MB per tensor on a 132-SM H100 or H200),
     # so the last wave is not partly idle once the kernel is compute-bound.
     props = torch.cuda.get_device_properties(0)
     per_sm = props.max_threads_per_multi_processor // (32 * CHAIN_CONFIG["num_warps"])
@@ -745,11 +745,12 @@ else:
 #   cover at the rate the kernel achieved. 16-byte loads quadruple the bytes in flight per
 #   thread, and that alone brings the kernel level with `torch.add`. The grid-stride loop
 #   with two vectors per pass was meant to double the bytes in flight again and to save the
-#   turnover of a million short blocks, but on the H200 it came out *slower* than the plain
-#   16-byte kernel (the table above). Our reading, not yet checked with a profiler: once the
-#   16-byte kernel already covers the memory latency, more bytes per thread buy nothing,
-#   while a grid sized to one wave of resident blocks ends unevenly (the SMs whose blocks
-#   finish first idle while the last ones drain) and the loop adds its own instructions.
+#   turnover of a million short blocks, but on both cards it has run on (an H200 earlier, an
+#   H100 in this run) it came out *slower* than the plain 16-byte kernel (the table above).
+#   Our reading, not yet checked with a profiler: once the 16-byte kernel already covers the
+#   memory latency, more bytes per thread buy nothing, while a grid sized to one wave of
+#   resident blocks ends unevenly (the SMs whose blocks finish first idle while the last ones
+#   drain) and the loop adds its own instructions.
 #   In bf16 the one-element kernel moves only 2 bytes per load, so it falls further behind.
 # * *Small sizes.* Below the half-bandwidth size the kernels are all alike: the fixed cost
 #   of a launch dominates and no choice of block size helps. Only fusing work into fewer
