@@ -341,7 +341,7 @@ def attention_forward(q, k, v, causal: bool = False, *, version: str = "tma", BL
 # under the interpreter), head_dim 64 and 128, causal and not, sequence lengths no block divides,
 # both versions. The table gives the worst ‖O − O_ref‖ / ‖O_ref‖ over both versions.
 
-# %%
+# %% tags=["hide-cell"] summary="Check both versions against naive attention in fp32"
 CHECK_CFG = dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=2) if GPU else \
     dict(BLOCK_M=32, BLOCK_N=16, num_warps=4, num_stages=1)
 CHECK_N = (1000, 3001) if GPU else (1, 100, 257)
@@ -464,7 +464,7 @@ def flash_forward(q, k, v, causal: bool):
 flash = lambda q, k, v, causal: flash_forward(q, k, v, causal)[0]  # noqa: E731
 
 
-# %%
+# %% tags=["hide-input"] summary="Tabulate the tuning run"
 if GPU:
     summary_rows = []
     for (d, causal), best in BEST.items():
@@ -847,7 +847,7 @@ def flash_attention(q, k, v, causal: bool = False) -> torch.Tensor:
 # attention in fp32 on the same inputs: bf16 and fp16 (fp32 under the interpreter), head_dim 64
 # and 128, causal and not, ragged N. The table gives the worst relative error of the three gradients.
 
-# %%
+# %% tags=["hide-cell"] summary="Check the gradients against autograd through naive attention"
 grad_rows = []
 for dtype in DTYPES:
     for d in (64, 128):
@@ -913,7 +913,7 @@ if GPU:
                                  "tflops_hi": tflops(f, t.ms_lo)})
     save_data("backward.csv", bwd_rows)
 
-# %%
+# %% tags=["hide-input", "hide-output"] summary="Plot the backward against SDPA's"
 if GPU:
     for causal in (False, True):
         display(benchmark_chart([r for r in bwd_rows if r["causal"] == causal], x="n", y="tflops",
@@ -966,7 +966,7 @@ if GPU:
 
 # %% [markdown]
 # ## 11. What we measured, against the prediction
-# %%
+# %% tags=["hide-input"] summary="The numbers of this run"
 if GPU:
     ours, ref = (mean.get("triton flash"), mean.get(fastest)) if len(mean) == 2 else (None, None)
     fwd_tf, causal_tf = tflops(flops_full, full.candidate_ms), tflops(flops_causal, causal_pair.candidate_ms)

@@ -329,7 +329,7 @@ def softmax_rowwise(x: torch.Tensor, algorithm: str = "online", block_size: int 
 # kernel is shared; `RESCALE` says whether the partial sums still need the merge rule
 # (online) or are already relative to the row max (three-pass).
 
-# %%
+# %% tags=["hide-input"] summary="Version 3's kernels: partial maxima, partial (m, d) pairs, and the shared normalise"
 @triton.jit
 def partial_max_kernel(x_ptr, pmax_ptr, x_row_stride, n_cols, seg_len, n_splits,
                        BLOCK_SIZE: tl.constexpr):  # elements per chunk
@@ -543,7 +543,7 @@ def softmax_fused(x: torch.Tensor, num_warps: int | None = None, loop_stages: in
 # which leaves room for 2+ programs per SM) and is replaced by the measured crossover
 # in section 5.
 
-# %%
+# %% tags=["hide-input"] summary="The dispatcher: choose_path and softmax"
 FUSED_MAX_N = 16384
 """Largest N the dispatcher sends to the fused kernel; re-chosen from measurement in section 5."""
 TARGET_PROGRAMS = 4 * NUM_SMS
@@ -600,7 +600,7 @@ for shape in [(4096, 1024), (4096, 16384), (4096, 65536), (64, 2**20), (7, 3000)
 # | 5 | logits − 1000 | no NaN (naive softmax underflows) |
 # | 6 | all `-inf` | NaN everywhere, as torch |
 
-# %% tags=["hide-input"] summary="The hard rows, the shapes, and every variant checked against float64"
+# %% tags=["hide-input", "hide-output"] summary="The hard rows, the shapes, and every variant checked against float64"
 def make_logits(M: int, N: int, dtype: torch.dtype, device: str, seed: int = 0, special: bool = True) -> torch.Tensor:
     """(M, N) random normal logits * 4 in ``dtype`` on ``device``; with ``special``, the first
     min(M, 7) rows are the hard cases of the table above."""
@@ -886,7 +886,7 @@ else:
 # %% [markdown]
 # ### The sweeps: fp32 and bf16 with 4096 rows, and 64 long rows
 
-# %% tags=["hide-input"] summary="Plot the three sweeps"
+# %% tags=["hide-input", "hide-output"] summary="Plot the three sweeps"
 def sweep_plot(sweep: str, title: str):
     return benchmark_chart([r for r in bench_rows if r["sweep"] == sweep], x="N", y="gbps", y_lo="gbps_lo",
                            y_hi="gbps_hi", xlabel="N (row length, elements)",

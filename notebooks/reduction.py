@@ -29,7 +29,8 @@
 # - what warp shuffles and 16-byte loads change, and what they do not (at 2^28 elements, the bytes set the time);
 # - whether one `atomicAdd` per block or a second pass combines the partial sums better;
 # - how the order of summation sets a sum's error, and how close a sum comes to the read roof.
-#
+
+# %% [markdown]
 # The versions:
 #
 # | version | idea |

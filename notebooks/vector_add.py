@@ -188,7 +188,7 @@ def triton_add(x: torch.Tensor, y: torch.Tensor, *, BLOCK_SIZE: int = 1024, num_
 # more than twice bf16's precision). We also report ‖out − ref‖ / ‖ref‖ against a float64
 # reference, which is 0 for fp32 only when the fp32 sums are exact.
 
-# %% tags=["hide-input"] summary="Check every kernel bit for bit against torch.add"
+# %% tags=["hide-input", "hide-output"] summary="Check every kernel bit for bit against torch.add"
 def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
     """‖out − ref‖₂ / ‖ref‖₂, computed in float64."""
     return ((out.double() - ref.double()).norm() / ref.double().norm()).item()
@@ -317,7 +317,7 @@ else:
 display(show_source("cuda/vector_add.cu", kernels=("add_one_per_thread_kernel", "add_vec16_kernel",
                                                      "add_vec16_grid_stride_kernel")))
 
-# %% tags=["hide-input"] summary="Compile the three kernels, and check them bit for bit"
+# %% tags=["hide-input", "hide-output"] summary="Compile the three kernels, and check them bit for bit"
 CUDA_KERNELS = {}
 if GPU:
     vecadd_cuda = compile_cuda("vecadd_cuda", cuda="cuda/vector_add.cu", cpp="cuda/vector_add.cpp",
@@ -341,7 +341,7 @@ else:
 # compulsory bytes, read plus written; bands are the 20–80 % quantiles of `bench`. Each
 # size is checked against `torch.add` before it is timed.
 
-# %% tags=["hide-input"] summary="The sweep over n: every kernel, checked, then timed"
+# %% tags=["hide-input", "hide-output"] summary="The sweep over n: every kernel, checked, then timed"
 def add_providers(dtype: torch.dtype) -> dict:
     """name -> function(x, y) for every kernel benchmarked in ``dtype``."""
     return {"torch.add": torch.add, "triton": lambda x, y: triton_add(x, y, **BEST[dtype]), **CUDA_KERNELS}
@@ -487,7 +487,7 @@ def fma_chain_kernel(
 
 
 
-# %% tags=["hide-input"] summary="The launcher, its closed form, and the check against it"
+# %% tags=["hide-input", "hide-output"] summary="The launcher, its closed form, and the check against it"
 CHAIN_CONFIG = dict(BLOCK_SIZE=1024, UNROLL=32, num_warps=4)
 # a and b are exact in fp32, so the float64 closed form uses the same values the kernel does.
 # With a = 1 - 2^-10 and b = 2^-10 the chain contracts towards its fixed point b / (1 - a) = 1.
@@ -618,7 +618,7 @@ if GPU:
     print(f"time within 10% of the r = 1 time up to r = {on_memory_roof['r']} ({on_memory_roof['intensity']:.1f} FLOP/byte); "
           f"first r at 90% of the peak: {at_compute['r']} ({at_compute['intensity']:.0f} FLOP/byte)")
 
-# %% tags=["hide-input"] summary="Plot the sweep"
+# %% tags=["hide-input", "hide-output"] summary="Plot the sweep"
 if GPU:
     ridge_rule = [(4 * ridge_measured, f"ridge point, r = {4 * ridge_measured:.0f}")]
     for key, ylabel, rules in (

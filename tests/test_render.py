@@ -153,8 +153,9 @@ def test_retagging_or_recommenting_a_cell_shows_without_a_run(project):
          '# %% tags=["hide-cell"] summary="Print a lot"\n# Three hundred lines, commented anew')
     page = render_topic(ALPHA, STORE, project, files_dir="alpha")
     assert page.warnings == []  # still fresh
-    assert '??? fold "Print a lot (3 lines of code)"' in page.markdown
-    assert "commented anew" in page.markdown and "    line 299" in page.markdown
+    whole = page.markdown[page.markdown.index('??? fold "Print a lot (3 lines of code, and what it shows)"'):]
+    assert "commented anew" in whole and "    line 299" in whole  # code and output in the one fold
+    assert '??? fold "Output of: Print a lot' not in page.markdown  # not folded twice
 
 
 def test_rendering_is_deterministic(executed):

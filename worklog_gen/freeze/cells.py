@@ -40,6 +40,11 @@ MAX_OUTPUT_CHARS = 40_000
 TEMPLATE = r"""
 {%- extends 'markdown/index.md.j2' -%}
 
+{% block codecell scoped %}
+{%- set rendered = super() -%}
+{{ rendered | fold_cell(cell) }}
+{% endblock codecell %}
+
 {% block input %}
 {{ cell | code_block }}
 {% endblock input %}
@@ -114,19 +119,36 @@ def summary(cell) -> str:
     return f"Code, {len(lines)} lines"
 
 
+def _whole(cell) -> bool:
+    """Code and output folded together: ``hide-cell``, or both ``hide-input`` and ``hide-output``."""
+    tags = _tags(cell)
+    return "hide-cell" in tags or {"hide-input", "hide-output"} <= tags
+
+
+def fold_cell(rendered: str, cell) -> str:
+    """A whole cell (code, then output) in one closed fold when :func:`_whole`."""
+    if not _whole(cell) or not rendered.strip():
+        return rendered
+    lines = cell.source.strip().count("\n") + 1
+    return details(rendered, f"{summary(cell)} ({lines} lines of code, and what it shows)")
+
+
 def code_block(cell) -> str:
-    """The cell's source as a fenced block, folded when tagged ``hide-input`` or ``hide-cell``
-    or longer than :data:`MAX_VISIBLE_LINES`."""
+    """The cell's source as a fenced block, folded when tagged ``hide-input`` or longer than
+    :data:`MAX_VISIBLE_LINES` (and by :func:`fold_cell` when the whole cell folds)."""
     block = fence(cell.source, "python")
     lines = cell.source.strip().count("\n") + 1
-    if _tags(cell) & {"hide-input", "hide-cell"} or lines > MAX_VISIBLE_LINES:
+    if _whole(cell):
+        return block
+    if "hide-input" in _tags(cell) or lines > MAX_VISIBLE_LINES:
         return details(block, f"{summary(cell)} ({lines} lines of code)")
     return block
 
 
 def fold_outputs(body: str, cell) -> str:
-    """A cell's rendered outputs, folded when tagged ``hide-output`` or ``hide-cell``."""
-    if body.strip() and _tags(cell) & {"hide-output", "hide-cell"}:
+    """A cell's rendered outputs, folded when tagged ``hide-output`` (and by :func:`fold_cell` when
+    the whole cell folds)."""
+    if body.strip() and "hide-output" in _tags(cell) and not _whole(cell):
         return details(body, f"Output of: {summary(cell)}")
     return body
 
@@ -267,7 +289,7 @@ def notebook_markdown(nb, files_dir: str) -> tuple[str, dict[str, bytes]]:
         extra_loaders=[DictLoader({"worklog.md.j2": TEMPLATE})],
         template_file="worklog.md.j2",
         filters={"fence": fence, "image_link": _image_link, "code_block": code_block,
-                 "fold_outputs": fold_outputs, "text_block": text_block},
+                 "fold_outputs": fold_outputs, "fold_cell": fold_cell, "text_block": text_block},
     )
     exporter.register_preprocessor(TagRemovePreprocessor(
         remove_cell_tags={"remove-cell"}, remove_input_tags={"remove-input"},

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import html
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from worklog_gen.freeze.cells import details, notebook_markdown
 from worklog_gen.freeze.record import FreezeRecord, Headline, NotebookState
 from worklog_gen.freeze.source_hash import code_cells, code_fingerprint, normalise_source, read_notebook
 from worklog_gen.freeze.store import NotebookStatus
+from worklog_gen.kit.notebook import HEADLINE_FILE
 from worklog_gen.paths import OutsideFolder, inside
 
 
@@ -104,15 +106,28 @@ def headline_table(record: FreezeRecord) -> str:
     return "\n".join(rows)
 
 
-def results_table(record: FreezeRecord) -> str:
+def recorded_order(entry: Path) -> list[str]:
+    """Headline names in the order the notebook recorded them: the keys of the entry's
+    ``data/headline.json``, as :func:`worklog_gen.kit.notebook.headline` wrote it (``record.json``
+    files written before this order was kept hold their headlines sorted by name). Empty when the file is missing or unreadable."""
+    try:
+        return list(json.loads((entry / "data" / HEADLINE_FILE).read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        return []
+
+
+def results_table(record: FreezeRecord, order: list[str] | None = None) -> str:
     """**Results** first on a topic page, from the frozen record: one row per headline figure,
-    in the order the notebook recorded them: what it is (its label), the value, the goal or
-    prediction with met or missed, and the baseline it is measured against; then the GPU and the
-    date of the run. Empty without headline figures."""
+    in ``order`` (names; the rest follow as the record holds them): what it is (its label), the
+    value, the goal or prediction with met or missed, and the baseline it is measured against;
+    then the GPU and the date of the run. Empty without headline figures."""
     if not record.headline:
         return ""
     rows = ["| Result | Value | Goal | Measured against |", "| --- | ---: | --- | --- |"]
-    for name, h in record.headline.items():
+    names = [n for n in order or [] if n in record.headline]
+    names += [n for n in record.headline if n not in names]
+    for name in names:
+        h = record.headline[name]
         label = table_cell(h.label) if h.label else f"`{name}`"
         rows.append(f"| {label} | {_with_unit(h.value, h.unit)} | {_goal(h)} | {table_cell(h.baseline or '—')} |")
     where = "the CPU under the Triton interpreter" if record.mode == "interpret" else record.device_label
@@ -316,5 +331,5 @@ def render_topic(notebook: Path, store_dir: Path, root: Path, *, files_dir: str)
         files[f"{files_dir}/{source.name}"] = source.read_bytes()
         links += f" · [Source ({source.name})]({files_dir}/{source.name})"
     box, warnings = provenance(st, links, merged)
-    markdown = "\n\n".join(p for p in (heading, intro, results_table(st.record), box, body.strip()) if p)
+    markdown = "\n\n".join(p for p in (heading, intro, results_table(st.record, recorded_order(st.entry)), box, body.strip()) if p)
     return RenderedPage(tidy(markdown), files, warnings)

@@ -247,7 +247,8 @@ def status(cfg, root: str | Path) -> list[StatusRow]:
 
 
 def _write_json(path: Path, data: dict) -> None:
-    path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    # not sorted: a record's headlines keep the order the notebook recorded them in (the results table's)
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def write_entry(store_dir: str | Path, stem: str, nb, data_dir: str | Path | None, record: FreezeRecord) -> Path:
