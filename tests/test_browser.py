@@ -183,6 +183,18 @@ _MATH = """() => ({
 _CHARTS_DONE = """() => Array.from(document.querySelectorAll('img[src$=".vega.svg"]'))
   .every(img => img.dataset.chart === "drawn" || img.dataset.chart === "failed")"""
 
+# Charts and KaTeX load as they near the viewport, and folded cells hold some charts: open every
+# fold, then scroll the whole page through, as a reader reading everything would.
+_READ_EVERYTHING = """async (openFolds = true) => {
+  if (openFolds) document.querySelectorAll("details").forEach(d => { d.open = true; });
+  const step = Math.max(200, window.innerHeight / 2);
+  for (let y = 0; y < document.documentElement.scrollHeight; y += step) {
+    window.scrollTo(0, y);
+    await new Promise(r => setTimeout(r, 30));
+  }
+  window.scrollTo(0, 0);
+}"""
+
 # Each chart on the page: its kind, whether charts.js drew it, and its drawn size.
 _CHARTS = """() => Array.from(document.querySelectorAll('img[src$=".vega.svg"]'), img => {
   const box = img.previousElementSibling && img.previousElementSibling.classList.contains("worklog-chart")
@@ -230,15 +242,19 @@ def visits(browser, site, screenshot_dir) -> dict[str, Visit]:
     try:
         for name, path in site.pages().items():
             page, problems = _open(context, site, path)
+            screenshot = None
+            if name in shots:  # the first screen as a reader sees it: folds closed
+                page.evaluate(_READ_EVERYTHING, False)  # what loads as it nears the viewport, loaded
+                page.evaluate("document.fonts.ready")
+                screenshot = screenshot_dir / shots[name]
+                height = min(SHOT_HEIGHT, page.evaluate("document.documentElement.scrollHeight"))
+                page.screenshot(path=str(screenshot), full_page=True,
+                                clip={"x": 0, "y": 0, "width": DESKTOP["width"], "height": height})
+            page.evaluate(_READ_EVERYTHING, True)
             page.wait_for_function(_CHARTS_DONE)
             images = [tuple(item) for item in page.evaluate(_LOAD_IMAGES)]
             visit = Visit(path, problems, images, page.evaluate(_MATH), page.evaluate(_HEATMAP),
-                          page.evaluate(_CHARTS))
-            if name in shots:
-                visit.screenshot = screenshot_dir / shots[name]
-                height = min(SHOT_HEIGHT, page.evaluate("document.documentElement.scrollHeight"))
-                page.screenshot(path=str(visit.screenshot), full_page=True,
-                                clip={"x": 0, "y": 0, "width": DESKTOP["width"], "height": height})
+                          page.evaluate(_CHARTS), screenshot)
             visit.problems = list(problems)  # late errors (image decoding) included
             page.close()
             result[name] = visit
@@ -307,6 +323,7 @@ def _chart_page(browser, site: Site, path: str, kind: str):
     ``chart`` being the first drawn chart of ``kind``, scrolled into view."""
     context = _context(browser, site, DESKTOP)
     page, problems = _open(context, site, path)
+    page.evaluate(_READ_EVERYTHING, True)
     page.wait_for_function(_CHARTS_DONE)
     chart = page.locator(f'.worklog-chart[data-kind="{kind}"]').first
     chart.scroll_into_view_if_needed()
@@ -440,7 +457,8 @@ def test_math_is_rendered_by_katex_served_from_the_site(visits, site):
         assert not math["errors"], f"{name}: KaTeX could not parse: {math['errors']}"
         assert math["katexFonts"] > 0, f"{name}: no KaTeX font loaded"
     html = (site.root / "index.html").read_text(encoding="utf-8")
-    assert 'src="assets/katex/katex.min.js"' in html and "assets/katex/katex.min.css" in html
+    assert 'src="javascripts/katex.js"' in html and "katex.min.js" not in html  # loaded near a formula
+    assert (site.root / "assets" / "katex" / "katex.min.js").is_file()
 
 
 def test_screenshots_are_saved_at_desktop_width(visits):
@@ -451,6 +469,83 @@ def test_screenshots_are_saved_at_desktop_width(visits):
         assert data[:8] == b"\x89PNG\r\n\x1a\n", path
         width, height = struct.unpack(">II", data[16:24])  # IHDR: width, height (PNG spec 11.2.2)
         assert width == DESKTOP["width"] and DESKTOP["height"] <= height <= SHOT_HEIGHT, (path, width, height)
+
+
+# --- a topic page as a lesson ---------------------------------------------------------------
+
+_FOLDS = r"""() => {
+  const folds = Array.from(document.querySelectorAll("article details.fold"));
+  const seen = el => !!el && el.checkVisibility();
+  // a folded cell whose output follows it, open: the code's fold, then the output's block
+  const withOutput = folds.find(d => / lines of code\)$/.test(d.querySelector("summary").textContent.trim())
+                                     && d.nextElementSibling && d.nextElementSibling.matches("div.highlight, table, .md-typeset__scrollwrap, p"));
+  return {count: folds.length, open: folds.filter(d => d.open).length,
+          codeSeen: folds.filter(d => seen(d.querySelector("pre"))).length,
+          outputSeen: withOutput ? seen(withOutput.nextElementSibling) : null,
+          outputFold: withOutput ? folds.indexOf(withOutput) : -1};
+}"""
+
+
+def _topic_paths(site: Site) -> list[str]:
+    return [f"topics/{t}/" for t, notebook in site.topics if notebook]
+
+
+@pytest.mark.parametrize("javascript", [True, False], ids=["javascript", "no-javascript"])
+def test_folded_cells_are_closed_open_on_a_click_and_leave_their_output_in_view(browser, site, javascript):
+    context = browser.new_context(viewport=DESKTOP, color_scheme="light", java_script_enabled=javascript)
+    context.set_default_timeout(TIMEOUT_MS)
+    context.route(lambda url: not url.startswith(site.url), lambda route: route.abort("blockedbyclient"))
+    try:
+        for path in _topic_paths(site):
+            page = context.new_page()
+            page.goto(site.url + path, wait_until="networkidle")
+            folds = page.evaluate(_FOLDS)
+            assert folds["count"] > 0, f"{path}: no folded cell"
+            assert folds["open"] == 0 and folds["codeSeen"] == 0, f"{path}: folds open at load: {folds}"
+            assert folds["outputSeen"], f"{path}: the output of a folded cell is not in view: {folds}"
+            fold = page.locator("article details.fold").nth(folds["outputFold"])
+            fold.locator("summary").click()
+            assert fold.evaluate("d => d.open") and fold.locator("pre").first.is_visible(), path
+            fold.locator("summary").click()
+            assert not fold.evaluate("d => d.open"), f"{path}: a second click does not close the fold"
+            page.close()
+    finally:
+        context.close()
+
+
+_RESULTS = r"""() => {
+  const heading = document.querySelector("article h2#results");
+  let el = heading && heading.nextElementSibling;
+  while (el && !el.querySelector("table") && el.tagName !== "TABLE") el = el.nextElementSibling;
+  const table = el && (el.tagName === "TABLE" ? el : el.querySelector("table"));
+  if (!table) return null;
+  return {bottom: table.getBoundingClientRect().bottom + window.scrollY, rows: table.tBodies[0].rows.length,
+          head: Array.from(table.tHead.rows[0].cells, c => c.textContent.trim()),
+          height: document.documentElement.scrollHeight,
+          longest: Math.max(0, ...Array.from(document.querySelectorAll("article pre"))
+            .filter(pre => !pre.closest("details:not([open])")).map(pre => pre.textContent.replace(/\n$/, "").split("\n").length))};
+}"""
+
+
+def test_a_topic_page_opens_with_its_results_and_stays_short(browser, site):
+    """Issue #21's measure, at 1280 x 900 with folds closed: the results table within the first
+    1,100 px, the page at most 12,000 px, no open code or output block over 60 lines."""
+    context = _context(browser, site, {"width": 1280, "height": 900})
+    try:
+        for topic_id, notebook in site.topics:
+            if not notebook:
+                continue
+            page, problems = _open(context, site, f"topics/{topic_id}/")
+            page.evaluate(_READ_EVERYTHING, False)  # charts and math take their final size
+            results = page.evaluate(_RESULTS)
+            assert results, f"{topic_id}: no results table"
+            assert results["head"] == ["Result", "Value", "Goal", "Measured against"] and results["rows"] > 0
+            assert results["bottom"] <= 1100, f"{topic_id}: the results table ends at {results['bottom']:.0f} px"
+            assert results["height"] <= 12_000, f"{topic_id}: {results['height']} px tall"
+            assert results["longest"] <= 60, f"{topic_id}: an open block of {results['longest']} lines"
+            page.close()
+    finally:
+        context.close()
 
 
 # --- search, palette, phone width ------------------------------------------------------

@@ -300,3 +300,24 @@ def test_figures_are_named_after_their_section():
     assert "![Figure 1 in 6. Benchmark: 2^12 (to) 2^28](" in markdown
     assert "![Figure 2 in 6. Benchmark: 2^12 (to) 2^28](" in markdown
     assert "![Figure 1 in 8. Roofline](" in markdown
+
+
+def test_a_cells_run_of_prints_is_one_block():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("for i in range(3): print(i)", outputs=[
+        nbformat.v4.new_output("stream", name="stdout", text=f"line {i}\n") for i in range(3)])])
+    md, _ = notebook_markdown(nb, "t")
+    assert "```text\nline 0\nline 1\nline 2\n```" in md
+
+
+def test_the_results_table_keeps_the_order_the_notebook_recorded():
+    from worklog_gen.freeze.record import FreezeRecord, Headline
+    from worklog_gen.freeze.render import results_table
+
+    record = FreezeRecord(notebook="n.py", source_hash="0" * 64, executed_at="2026-11-25T00:00:00Z", mode="gpu",
+                          gpu="NVIDIA H100 80GB HBM3",
+                          headline={"a_second": Headline(2.0, "x", label="Second"),
+                                    "b_first": Headline(1.0, "x", label="First")})  # as record.json sorts them
+    table = results_table(record, ["b_first", "a_second"])
+    assert table.index("| First |") < table.index("| Second |")
+    assert "Measured on NVIDIA H100 80GB HBM3, 2026-11-25" in table
+    assert results_table(record).index("| Second |") < results_table(record).index("| First |")  # no order: as held

@@ -279,9 +279,10 @@ def notebook_markdown(nb, files_dir: str) -> tuple[str, dict[str, bytes]]:
     """
     from jinja2 import DictLoader
     from nbconvert import MarkdownExporter
-    from nbconvert.preprocessors import TagRemovePreprocessor
+    from nbconvert.preprocessors import CoalesceStreamsPreprocessor, TagRemovePreprocessor
 
     nb = copy.deepcopy(nb)
+    CoalesceStreamsPreprocessor().preprocess(nb, {})  # one block for a cell's run of prints, as Jupyter shows it
     _trim_outputs(nb)
     _label_figures(nb)
     charts = _extract_charts(nb, files_dir)

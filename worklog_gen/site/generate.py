@@ -284,13 +284,17 @@ def with_sections(nav: list, sections: list[Section]) -> tuple[list, set[str]]:
     return nav, in_nav
 
 
-def _author_nav(docs: Path) -> list:
+def _author_nav(docs: Path, not_in_nav: str | None = None) -> list:
     """The nav MkDocs makes on its own for the author's pages (``nest_paths`` over
-    them in MkDocs' file order)."""
+    them in MkDocs' file order), leaving out the pages that ``not_in_nav`` (mkdocs.yml's
+    gitignore-style patterns) names."""
+    import pathspec
     from mkdocs.structure.files import File, file_sort_key
     from mkdocs.utils import nest_paths
 
+    hidden = pathspec.PathSpec.from_lines("gitwildmatch", (not_in_nav or "").splitlines())
     files = [File(p.relative_to(docs).as_posix(), str(docs), "", True) for p in docs.rglob("*.md")]
+    files = [f for f in files if not hidden.match_file(f.src_uri)]
     return nest_paths(f.src_uri for f in sorted(files, key=file_sort_key))
 
 
@@ -331,7 +335,7 @@ def write_site(site: GeneratedSite, out: Path, *, docs_dir: Path, mkdocs_yml: Pa
         else:
             path.write_text(content, encoding="utf-8")
     data = read_config(mkdocs_yml)
-    nav, _in_nav = with_sections(data.get("nav") or _author_nav(docs_dir), site.sections)
+    nav, _in_nav = with_sections(data.get("nav") or _author_nav(docs_dir, data.get("not_in_nav")), site.sections)
     (out / NAV_FILE).write_text(yaml.safe_dump(nav, sort_keys=False, allow_unicode=True), encoding="utf-8")
     config = engine_config(data, "docs", nav)
     config_path = out / "mkdocs.yml"
