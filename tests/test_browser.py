@@ -50,6 +50,7 @@ DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}  # CSS pixels of a current mid-size phone (iPhone 12 to 15)
 SHOT_HEIGHT = 1200  # screenshots: the top of the page, down to the heatmap on the worklog home
 TIMEOUT_MS = 15_000
+CHARTS_TIMEOUT_MS = 90_000  # every chart of a page drawn, on a 2-core machine that may be busy
 
 
 def _unavailable(reason: str) -> None:
@@ -251,7 +252,7 @@ def visits(browser, site, screenshot_dir) -> dict[str, Visit]:
                 page.screenshot(path=str(screenshot), full_page=True,
                                 clip={"x": 0, "y": 0, "width": DESKTOP["width"], "height": height})
             page.evaluate(_READ_EVERYTHING, True)
-            page.wait_for_function(_CHARTS_DONE)
+            page.wait_for_function(_CHARTS_DONE, timeout=CHARTS_TIMEOUT_MS)
             images = [tuple(item) for item in page.evaluate(_LOAD_IMAGES)]
             visit = Visit(path, problems, images, page.evaluate(_MATH), page.evaluate(_HEATMAP),
                           page.evaluate(_CHARTS), screenshot)
@@ -324,7 +325,7 @@ def _chart_page(browser, site: Site, path: str, kind: str):
     context = _context(browser, site, DESKTOP)
     page, problems = _open(context, site, path)
     page.evaluate(_READ_EVERYTHING, True)
-    page.wait_for_function(_CHARTS_DONE)
+    page.wait_for_function(_CHARTS_DONE, timeout=CHARTS_TIMEOUT_MS)
     chart = page.locator(f'.worklog-chart[data-kind="{kind}"]').first
     chart.scroll_into_view_if_needed()
     return context, page, problems, chart
@@ -611,7 +612,8 @@ def test_no_page_scrolls_sideways_on_a_phone(browser, site):
             if width > PHONE["width"]:
                 wide[name] = width
             if name == "worklog":  # the heatmap scrolls inside its own box, if at all
-                page.wait_for_function(_CHARTS_DONE)
+                page.evaluate(_READ_EVERYTHING, True)
+                page.wait_for_function(_CHARTS_DONE, timeout=CHARTS_TIMEOUT_MS)
                 box = page.evaluate("document.querySelector('.worklog-chart').getBoundingClientRect().right")
                 assert box <= PHONE["width"], f"heatmap box ends at {box}px"
             page.close()
