@@ -109,7 +109,7 @@ def test_status_json_names_every_configured_topic(monkeypatch):
     rows = json.loads(result.stdout)["notebooks"]
     configured = [t.id for t in load_plugin_config(REPO / "mkdocs.yml")[0].topics]
     assert [r["topic"] for r in rows] == configured
-    assert configured[:3] == ["vector-add", "tiled-matmul", "online-softmax"]
+    assert configured[:4] == ["vector-add", "tiled-matmul", "persistent-matmul", "online-softmax"]
     for row in rows:
         assert set(row) == {"topic", "path", "state", "gpu", "executed_at", "headline", "reasons", "failure"}
         assert row["state"] in {"fresh", "stale", "missing", "failed"}

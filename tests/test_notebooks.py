@@ -82,6 +82,6 @@ def test_notebook_runs_under_the_interpreter(notebook, tmp_path):
 def test_the_guard_fails_a_notebook_that_benchmarks(tmp_path):
     result = run_interpreted(REPO / "tests" / "fixtures" / "notebooks" / "benchmarks_anyway.py", tmp_path)
     assert not result.ok
-    assert result.failure["ename"] == "AssertionError"
-    assert "a benchmark ran under TRITON_INTERPRET=1" in result.failure["evalue"]
+    assert result.failure.ename == "AssertionError"
+    assert "a benchmark ran under TRITON_INTERPRET=1" in result.failure.evalue
     assert not (tmp_path / "store" / "benchmarks_anyway").exists()
