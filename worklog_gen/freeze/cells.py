@@ -11,7 +11,8 @@ errors shown.
 
 - ``hide-input``: the code in a closed ``<details>`` (pymdownx.details ``???``) whose summary says
   what the cell does (the ``summary`` metadata, else the cell's first comment line), its output
-  shown; ``hide-output``: the output folded; ``hide-cell``: both;
+  shown; ``hide-output``: the output folded; ``hide-cell``, or both of those tags: code and output
+  in one fold;
 - ``remove-input``, ``remove-output``, ``remove-cell``: left out of the page.
 
 A code cell longer than :data:`MAX_VISIBLE_LINES` is folded all the same, and a text output
@@ -119,6 +120,10 @@ def summary(cell) -> str:
     return f"Code, {len(lines)} lines"
 
 
+def _code_lines(cell) -> int:
+    return cell.source.strip().count("\n") + 1
+
+
 def _whole(cell) -> bool:
     """Code and output folded together: ``hide-cell``, or both ``hide-input`` and ``hide-output``."""
     tags = _tags(cell)
@@ -129,15 +134,14 @@ def fold_cell(rendered: str, cell) -> str:
     """A whole cell (code, then output) in one closed fold when :func:`_whole`."""
     if not _whole(cell) or not rendered.strip():
         return rendered
-    lines = cell.source.strip().count("\n") + 1
-    return details(rendered, f"{summary(cell)} ({lines} lines of code, and what it shows)")
+    return details(rendered, f"{summary(cell)} ({_code_lines(cell)} lines of code, and what it shows)")
 
 
 def code_block(cell) -> str:
     """The cell's source as a fenced block, folded when tagged ``hide-input`` or longer than
     :data:`MAX_VISIBLE_LINES` (and by :func:`fold_cell` when the whole cell folds)."""
     block = fence(cell.source, "python")
-    lines = cell.source.strip().count("\n") + 1
+    lines = _code_lines(cell)
     if _whole(cell):
         return block
     if "hide-input" in _tags(cell) or lines > MAX_VISIBLE_LINES:

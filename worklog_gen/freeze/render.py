@@ -130,8 +130,7 @@ def results_table(record: FreezeRecord, order: list[str] | None = None) -> str:
         h = record.headline[name]
         label = table_cell(h.label) if h.label else f"`{name}`"
         rows.append(f"| {label} | {_with_unit(h.value, h.unit)} | {_goal(h)} | {table_cell(h.baseline or '—')} |")
-    where = "the CPU under the Triton interpreter" if record.mode == "interpret" else record.device_label
-    return ("## Results\n\n" + "\n".join(rows) + f"\n\n*Measured on {table_cell(where)}, "
+    return ("## Results\n\n" + "\n".join(rows) + f"\n\n*Measured on {table_cell(record.device_label)}, "
             f"{record.executed_at[:10]}; every figure comes from the frozen run below.*")
 
 
