@@ -184,12 +184,17 @@ _MATH = """() => ({
 _CHARTS_DONE = """() => Array.from(document.querySelectorAll('img[src$=".vega.svg"]'))
   .every(img => img.dataset.chart === "drawn" || img.dataset.chart === "failed")"""
 
+# Every chart that has started to draw has finished (those not yet near the viewport aside).
+_CHARTS_SETTLED = """() => Array.from(document.querySelectorAll('img[src$=".vega.svg"]'))
+  .every(img => img.dataset.chart !== "near" && img.dataset.chart !== "pending")"""
+
 # Charts and KaTeX load as they near the viewport, and folded cells hold some charts: open every
 # fold, then scroll the whole page through, as a reader reading everything would.
-_READ_EVERYTHING = """async (openFolds = true) => {
+_READ_EVERYTHING = """async ([openFolds, until] = [true, null]) => {
   if (openFolds) document.querySelectorAll("details").forEach(d => { d.open = true; });
   const step = Math.max(200, window.innerHeight / 2);
-  for (let y = 0; y < document.documentElement.scrollHeight; y += step) {
+  const end = until === null ? document.documentElement.scrollHeight : until;
+  for (let y = 0; y < end; y += step) {
     window.scrollTo(0, y);
     await new Promise(r => setTimeout(r, 30));
   }
@@ -245,13 +250,17 @@ def visits(browser, site, screenshot_dir) -> dict[str, Visit]:
             page, problems = _open(context, site, path)
             screenshot = None
             if name in shots:  # the first screen as a reader sees it: folds closed
-                page.evaluate(_READ_EVERYTHING, False)  # what loads as it nears the viewport, loaded
+                # The top of the page read (what loads as it nears the viewport, loaded) and its
+                # charts drawn first: a screenshot taken while a 2-core machine is still drawing
+                # the charts below waits for them, past any sensible timeout.
+                page.evaluate(_READ_EVERYTHING, [False, SHOT_HEIGHT])
+                page.wait_for_function(_CHARTS_SETTLED, timeout=CHARTS_TIMEOUT_MS)
                 page.evaluate("document.fonts.ready")
                 screenshot = screenshot_dir / shots[name]
                 height = min(SHOT_HEIGHT, page.evaluate("document.documentElement.scrollHeight"))
-                page.screenshot(path=str(screenshot), full_page=True,
+                page.screenshot(path=str(screenshot), full_page=True, timeout=CHARTS_TIMEOUT_MS,
                                 clip={"x": 0, "y": 0, "width": DESKTOP["width"], "height": height})
-            page.evaluate(_READ_EVERYTHING, True)
+            page.evaluate(_READ_EVERYTHING, [True, None])
             page.wait_for_function(_CHARTS_DONE, timeout=CHARTS_TIMEOUT_MS)
             images = [tuple(item) for item in page.evaluate(_LOAD_IMAGES)]
             visit = Visit(path, problems, images, page.evaluate(_MATH), page.evaluate(_HEATMAP),
@@ -324,7 +333,7 @@ def _chart_page(browser, site: Site, path: str, kind: str):
     ``chart`` being the first drawn chart of ``kind``, scrolled into view."""
     context = _context(browser, site, DESKTOP)
     page, problems = _open(context, site, path)
-    page.evaluate(_READ_EVERYTHING, True)
+    page.evaluate(_READ_EVERYTHING, [True, None])
     page.wait_for_function(_CHARTS_DONE, timeout=CHARTS_TIMEOUT_MS)
     chart = page.locator(f'.worklog-chart[data-kind="{kind}"]').first
     chart.scroll_into_view_if_needed()
@@ -537,7 +546,8 @@ def test_a_topic_page_opens_with_its_results_and_stays_short(browser, site):
             if not notebook:
                 continue
             page, problems = _open(context, site, f"topics/{topic_id}/")
-            page.evaluate(_READ_EVERYTHING, False)  # charts and math take their final size
+            page.evaluate(_READ_EVERYTHING, [False, None])  # charts and math take their final size
+            page.wait_for_function(_CHARTS_SETTLED, timeout=CHARTS_TIMEOUT_MS)
             results = page.evaluate(_RESULTS)
             assert results, f"{topic_id}: no results table"
             assert results["head"] == ["Result", "Value", "Goal", "Measured against"] and results["rows"] > 0
@@ -612,7 +622,7 @@ def test_no_page_scrolls_sideways_on_a_phone(browser, site):
             if width > PHONE["width"]:
                 wide[name] = width
             if name == "worklog":  # the heatmap scrolls inside its own box, if at all
-                page.evaluate(_READ_EVERYTHING, True)
+                page.evaluate(_READ_EVERYTHING, [True, None])
                 page.wait_for_function(_CHARTS_DONE, timeout=CHARTS_TIMEOUT_MS)
                 box = page.evaluate("document.querySelector('.worklog-chart').getBoundingClientRect().right")
                 assert box <= PHONE["width"], f"heatmap box ends at {box}px"
