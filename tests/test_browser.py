@@ -258,8 +258,11 @@ def visits(browser, site, screenshot_dir) -> dict[str, Visit]:
                 page.evaluate("document.fonts.ready")
                 screenshot = screenshot_dir / shots[name]
                 height = min(SHOT_HEIGHT, page.evaluate("document.documentElement.scrollHeight"))
-                page.screenshot(path=str(screenshot), full_page=True, timeout=CHARTS_TIMEOUT_MS,
-                                clip={"x": 0, "y": 0, "width": DESKTOP["width"], "height": height})
+                # A window as tall as the shot, not a full-page capture: Chromium lays the whole
+                # page out again for one, and a topic page is 10,000 px of charts and code.
+                page.set_viewport_size({"width": DESKTOP["width"], "height": height})
+                page.screenshot(path=str(screenshot), timeout=CHARTS_TIMEOUT_MS)
+                page.set_viewport_size(DESKTOP)
             page.evaluate(_READ_EVERYTHING, [True, None])
             page.wait_for_function(_CHARTS_DONE, timeout=CHARTS_TIMEOUT_MS)
             images = [tuple(item) for item in page.evaluate(_LOAD_IMAGES)]
