@@ -189,7 +189,7 @@ _CHARTS_SETTLED = """() => Array.from(document.querySelectorAll('img[src$=".vega
   .every(img => img.dataset.chart !== "near" && img.dataset.chart !== "pending")"""
 
 # Charts and KaTeX load as they near the viewport, and folded cells hold some charts: open every
-# fold, then scroll the whole page through, as a reader reading everything would.
+# fold, then scroll the page through (down to ``until`` px, or all of it), as a reader would.
 _READ_EVERYTHING = """async ([openFolds, until] = [true, null]) => {
   if (openFolds) document.querySelectorAll("details").forEach(d => { d.open = true; });
   const step = Math.max(200, window.innerHeight / 2);
