@@ -27,20 +27,21 @@
 #
 # - why naive attention is bound by memory, and how the online softmax of the
 #   [online softmax](online-softmax.md) topic removes the traffic;
-# - what warp specialization does to a Triton kernel on Hopper, and where Triton 3.6 cannot use it;
+# - what warp specialization and a persistent schedule do on Hopper, and the form Triton 3.6 needs;
 # - how the backward pass recomputes the attention weights from one saved number per query;
 # - how far a Triton kernel gets against cuDNN and FlashAttention-2, and what the gap is made of.
 
 # %% tags=["hide-input"] summary="Imports and settings"
-import contextlib, math, os, statistics, sys, tempfile  # noqa: E401
+import math, statistics  # noqa: E401
 
 import torch
-import torch.nn.functional as F
 import triton
 import triton.language as tl
 from IPython.display import display
 
+from worklog_gen.kit.attention import backward_only, flex_attention, sdpa, sdpa_backends
 from worklog_gen.kit.charts import benchmark_chart, roofline_chart
+from worklog_gen.kit.compiler import compiler_output_kept, failed_pass
 from worklog_gen.kit.markdown import prose, table
 from worklog_gen.kit.measure import bench, gpu_info, measure_ceilings, tflops
 from worklog_gen.kit.notebook import headline, interpret_mode, save_data
@@ -121,13 +122,15 @@ display(table(napkin, formats={"TFLOP": ".2f", "GB": ".2f", "FLOP/byte": ".0f"},
 # $S$ and $P$ are $B \cdot H \cdot N^2$ numbers each.
 
 # %%
-def naive_attention(q, k, v, causal: bool) -> torch.Tensor:
-    """softmax(Q K^T / sqrt(d)) V with S and P materialised; q, k, v (B, H, N, d)."""
+def naive_attention(q, k, v, causal: bool, lse: bool = False):
+    """softmax(Q K^T / sqrt(d)) V with S and P materialised; q, k, v (B, H, N, d). With ``lse``,
+    also log2 of each row's sum of exp(S) (B, H, N), fp32: what the fused kernel saves."""
     s = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(q.shape[-1]))  # (B, H, N, N)
     if causal:
         n = q.shape[-2]
         s = s.masked_fill(torch.ones(n, n, dtype=torch.bool, device=q.device).triu(1), float("-inf"))
-    return torch.softmax(s.float(), dim=-1).to(q.dtype) @ v
+    o = torch.softmax(s.float(), dim=-1).to(q.dtype) @ v
+    return (o, torch.logsumexp(s.float(), -1) / math.log(2)) if lse else o
 
 
 # %% tags=["hide-input"] summary="Its memory, measured: the peak at N = 16k, and where it runs out"
@@ -146,8 +149,7 @@ if GPU:
             memory_rows.append({"N": n, "B": b, "H": h, "peak GiB": peak / 2**30, "bytes per score": peak / (b * h * n * n),
                                 "result": "ran"})
         except torch.OutOfMemoryError:
-            memory_rows.append({"N": n, "B": b, "H": h, "peak GiB": None, "bytes per score": None,
-                                "result": f"out of memory ({b * h * n * n * 8 / 2**30:.0f} GiB for S and P)"})
+            memory_rows.append({"N": n, "B": b, "H": h, "result": f"out of memory ({b * h * n * n * 8 / 2**30:.0f} GiB for S, P)"})
             break
         finally:
             q = k = v = None
@@ -243,33 +245,64 @@ def attention_fwd_pointers(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr,  # (B*H, N, HEAD
 # %% [markdown]
 # **Version 2: tensor descriptors made in the kernel, and warp specialization.** Hopper's Tensor
 # Memory Accelerator (TMA) copies a whole tile between HBM and shared memory from one instruction
-# and a *descriptor* (base, shape, strides, tile shape). Here each program makes its descriptors
-# itself (`tl.make_tensor_descriptor`), one per tensor **over its own head**: rows past $N$ come
-# back as zeros and stores past $N$ are dropped by the copy engine, so a ragged $N$ needs no load
-# masks and a tile never reads the next head. Made in the kernel rather than on the host, the
-# descriptors let Triton 3.6 **warp-specialize** the key loop (`tl.range(..., warp_specialize=True)`):
-# one warp group only issues TMA loads, and two consumer groups of 64 rows each only compute,
-# handing buffers over through barriers. Triton's own fused-attention tutorial keeps its key loop
-# in this form; the pass works only with `num_warps = 4`, and only on a kernel with one loop and
-# no `tl.dot` outside it, so the causal kernel (two loops, or a diagonal block outside the loop)
-# stays software-pipelined: every way of writing it failed to compile in section 5's trial runs.
+# and a *descriptor* (base, shape, strides, tile shape). Each program makes its own descriptors
+# (`tl.make_tensor_descriptor`), one per tensor **over its own head**: rows past $N$ load as zeros
+# and stores past $N$ are dropped, so a ragged $N$ needs no load masks. Made in the kernel, the
+# descriptors let Triton 3.6 **warp-specialize** the key loop (`tl.range(..., warp_specialize=True)`),
+# as Triton's own fused-attention tutorial does: one warp group only issues TMA loads, and one or
+# two consumer groups of 64 rows each only compute, handing buffers over through barriers. The
+# pass takes `num_warps = 4` and one loop with no `tl.dot` outside it: the causal kernel takes it
+# only as **one loop masking every block**, its mask an offset compared with a scalar (`q0 - start_n`);
+# row indices written `q0 + arange`, as in version 1, miscompile (18 % error in scratch runs).
 
 # %%
 @triton.jit
-def _keys_tma(acc, l_i, m_i, q, k_desc, v_desc, offs_m, lo, hi, n, qk_scale, BLOCK_N: tl.constexpr,
-              CAUSAL_MASK: tl.constexpr, BOUNDS_MASK: tl.constexpr, NUM_STAGES: tl.constexpr,
-              WARP_SPECIALIZE: tl.constexpr):
+def _keys_tma(acc, l_i, m_i, q, k_desc, v_desc, q0, lo, hi, n, qk_scale, BLOCK_M: tl.constexpr,
+              BLOCK_N: tl.constexpr, CAUSAL_MASK: tl.constexpr, BOUNDS_MASK: tl.constexpr,
+              NUM_STAGES: tl.constexpr, WARP_SPECIALIZE: tl.constexpr):
+    """Keys lo..hi for the queries q0..q0 + BLOCK_M; each mask compares an offset with a scalar."""
+    offs_m, offs_n = tl.arange(0, BLOCK_M), tl.arange(0, BLOCK_N)  # offsets within the tile
     for start_n in tl.range(lo, hi, BLOCK_N, num_stages=NUM_STAGES, warp_specialize=WARP_SPECIALIZE):
         k = k_desc.load([start_n, 0])  # (BLOCK_N, HEAD_DIM); rows past n are zeros
         s = tl.dot(q, k.T)  # (BLOCK_M, BLOCK_N) fp32, unscaled
-        offs_n = start_n + tl.arange(0, BLOCK_N)
-        if CAUSAL_MASK:  # the diagonal block
-            s = tl.where(offs_m[:, None] >= offs_n[None, :], s, float("-inf"))
+        if CAUSAL_MASK:  # key index <= query index
+            s = tl.where(offs_n[None, :] - offs_m[:, None] <= q0 - start_n, s, float("-inf"))
         if BOUNDS_MASK:  # a ragged N: the zero rows past it must not count
-            s = tl.where(offs_n[None, :] < n, s, float("-inf"))
+            s = tl.where(offs_n[None, :] < n - start_n, s, float("-inf"))
         v = v_desc.load([start_n, 0])
         acc, l_i, m_i = _online_softmax_step(acc, l_i, m_i, s, v, qk_scale, CAUSAL_MASK or BOUNDS_MASK)
     return acc, l_i, m_i
+
+
+@triton.jit
+def _tile_tma(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, qk_scale, n, bh, start_m, HEAD_DIM: tl.constexpr,
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, EVEN_N: tl.constexpr,
+              NUM_STAGES: tl.constexpr, WARP_SPECIALIZE: tl.constexpr):
+    """One (BLOCK_M queries, head bh) tile: its descriptors, its key loops, O and the log-sum-exp."""
+    head = bh.to(tl.int64) * n * HEAD_DIM
+    q_desc = tl.make_tensor_descriptor(q_ptr + head, [n, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_M, HEAD_DIM])
+    k_desc = tl.make_tensor_descriptor(k_ptr + head, [n, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
+    v_desc = tl.make_tensor_descriptor(v_ptr + head, [n, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
+    o_desc = tl.make_tensor_descriptor(o_ptr + head, [n, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_M, HEAD_DIM])
+    q0 = start_m * BLOCK_M
+    q = q_desc.load([q0, 0])  # (BLOCK_M, HEAD_DIM)
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    if CAUSAL and WARP_SPECIALIZE:  # one loop, every block masked
+        acc, l_i, m_i = _keys_tma(acc, l_i, m_i, q, k_desc, v_desc, q0, 0, tl.minimum(q0 + BLOCK_M, n), n, qk_scale,
+                                  BLOCK_M, BLOCK_N, True, not EVEN_N, NUM_STAGES, True)
+    elif CAUSAL:  # the blocks below the diagonal unmasked, then the diagonal block
+        acc, l_i, m_i = _keys_tma(acc, l_i, m_i, q, k_desc, v_desc, q0, 0, q0, n, qk_scale, BLOCK_M, BLOCK_N,
+                                  False, False, NUM_STAGES, False)
+        acc, l_i, m_i = _keys_tma(acc, l_i, m_i, q, k_desc, v_desc, q0, q0, tl.minimum(q0 + BLOCK_M, n), n, qk_scale,
+                                  BLOCK_M, BLOCK_N, True, not EVEN_N, NUM_STAGES, False)
+    else:
+        acc, l_i, m_i = _keys_tma(acc, l_i, m_i, q, k_desc, v_desc, q0, 0, n, n, qk_scale, BLOCK_M, BLOCK_N,
+                                  False, not EVEN_N, NUM_STAGES, WARP_SPECIALIZE)
+    rows = q0 + tl.arange(0, BLOCK_M)
+    tl.store(lse_ptr + bh.to(tl.int64) * n + rows, m_i + tl.math.log2(l_i), mask=rows < n)
+    o_desc.store([q0, 0], (acc / l_i[:, None]).to(o_desc.dtype))  # rows past n dropped
 
 
 @triton.jit
@@ -279,28 +312,27 @@ def attention_fwd_tma(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, qk_scale, n,  # as at
                       WARP_SPECIALIZE: tl.constexpr, REVERSE: tl.constexpr):
     # causal: the longest rows first, so that the last wave holds the short ones
     start_m = tl.num_programs(0) - 1 - tl.program_id(0) if REVERSE else tl.program_id(0)
-    bh = tl.program_id(1).to(tl.int64)
-    head = bh * n * HEAD_DIM
-    q_desc = tl.make_tensor_descriptor(q_ptr + head, [n, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_M, HEAD_DIM])
-    k_desc = tl.make_tensor_descriptor(k_ptr + head, [n, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
-    v_desc = tl.make_tensor_descriptor(v_ptr + head, [n, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
-    o_desc = tl.make_tensor_descriptor(o_ptr + head, [n, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_M, HEAD_DIM])
-    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)  # (BLOCK_M,)
-    q = q_desc.load([start_m * BLOCK_M, 0])  # (BLOCK_M, HEAD_DIM)
-    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
-    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
-    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
-    if CAUSAL:
-        hi = start_m * BLOCK_M
-        acc, l_i, m_i = _keys_tma(acc, l_i, m_i, q, k_desc, v_desc, offs_m, 0, hi, n, qk_scale, BLOCK_N,
-                                  False, False, NUM_STAGES, False)
-        acc, l_i, m_i = _keys_tma(acc, l_i, m_i, q, k_desc, v_desc, offs_m, hi, tl.minimum(hi + BLOCK_M, n), n,
-                                  qk_scale, BLOCK_N, True, not EVEN_N, NUM_STAGES, False)
-    else:
-        acc, l_i, m_i = _keys_tma(acc, l_i, m_i, q, k_desc, v_desc, offs_m, 0, n, n, qk_scale, BLOCK_N,
-                                  False, not EVEN_N, NUM_STAGES, WARP_SPECIALIZE)
-    tl.store(lse_ptr + bh * n + offs_m, m_i + tl.math.log2(l_i), mask=offs_m < n)
-    o_desc.store([start_m * BLOCK_M, 0], (acc / l_i[:, None]).to(o_desc.dtype))  # rows past n dropped
+    _tile_tma(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, qk_scale, n, tl.program_id(1), start_m, HEAD_DIM, BLOCK_M,
+              BLOCK_N, CAUSAL, EVEN_N, NUM_STAGES, WARP_SPECIALIZE)
+
+
+# %% [markdown]
+# **Version 3: persistent.** One program per SM walks the tiles $t, t + \#SMs, \ldots$ as in
+# version 2, with no launch in between: the loading warps fetch the next tile while the consumers
+# still write the last one's $O$, so each tile's prologue and epilogue hide behind a neighbour's.
+
+# %%
+@triton.jit
+def attention_fwd_persistent(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, qk_scale, n, bh_total,  # as version 2; B*H
+                             HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                             CAUSAL: tl.constexpr, EVEN_N: tl.constexpr, NUM_STAGES: tl.constexpr,
+                             WARP_SPECIALIZE: tl.constexpr, REVERSE: tl.constexpr):
+    tiles_m = tl.cdiv(n, BLOCK_M)
+    for tile in tl.range(tl.program_id(0), tiles_m * bh_total, tl.num_programs(0)):
+        start_m = tiles_m - 1 - tile // bh_total if REVERSE else tile % tiles_m  # causal: longest rows first
+        bh = tile % bh_total if REVERSE else tile // tiles_m
+        _tile_tma(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, qk_scale, n, bh, start_m, HEAD_DIM, BLOCK_M, BLOCK_N,
+                  CAUSAL, EVEN_N, NUM_STAGES, WARP_SPECIALIZE)
 
 
 # %% tags=["hide-input"] summary="The launcher: checks, the output and log-sum-exp, the grid"
@@ -310,27 +342,32 @@ def attention_forward(q, k, v, causal: bool = False, *, version: str = "tma", BL
     """softmax(Q K^T / sqrt(d)) V at one configuration: O (B, H, N, d) like q, and the log-sum-exp
     (B, H, N) fp32 of each query row, log2 of sum_j 2^(s_ij log2(e) / sqrt(d)). q, k, v: (B, H, N, d),
     contiguous, one dtype (bf16, fp16; fp32 under the interpreter), d a power of two in 16..256.
-    version: "pointers" or "tma"; BLOCK_N divides BLOCK_M; warp_specialize (tma, not causal) and
-    reverse (tma, causal: the longest rows first) as in the text. Raises ValueError on bad inputs."""
+    version: "pointers", "tma" or "persistent" (one program per SM); BLOCK_N divides BLOCK_M;
+    warp_specialize and reverse (causal: the longest rows first) as in the text, for the last two.
+    Raises ValueError on bad inputs."""
     if q.shape != k.shape or q.shape != v.shape or len({q.dtype, k.dtype, v.dtype}) > 1 or q.dim() != 4:
         raise ValueError(f"q, k, v must be (B, H, N, d) of one dtype: {q.shape} {k.shape} {v.shape}")
     if not (q.is_contiguous() and k.is_contiguous() and v.is_contiguous()):
         raise ValueError("q, k, v must be contiguous")
     B, H, N, D = q.shape
-    if D not in (16, 32, 64, 128, 256) or BLOCK_M % BLOCK_N or version not in ("pointers", "tma"):
+    if D not in (16, 32, 64, 128, 256) or BLOCK_M % BLOCK_N or version not in ("pointers", "tma", "persistent"):
         raise ValueError(f"head_dim {D} must be a power of two in 16..256, BLOCK_N must divide BLOCK_M, "
-                         f"version 'pointers' or 'tma' ({version!r})")
+                         f"version 'pointers', 'tma' or 'persistent' ({version!r})")
     o = torch.empty_like(q)
     lse = torch.empty((B, H, N), device=q.device, dtype=torch.float32)
     if q.numel():
         grid = (triton.cdiv(N, BLOCK_M), B * H)
         args = (q, k, v, o, lse, math.log2(math.e) / math.sqrt(D), N)
         meta = dict(HEAD_DIM=D, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, CAUSAL=causal, EVEN_N=N % BLOCK_M == 0,
-                    NUM_STAGES=num_stages, num_warps=num_warps)
+                    NUM_STAGES=num_stages, num_warps=num_warps, num_stages=num_stages)
         if version == "pointers":
             attention_fwd_pointers[grid](*args, **meta)
+        elif version == "tma":
+            attention_fwd_tma[grid](*args, **meta, WARP_SPECIALIZE=warp_specialize, REVERSE=reverse)
         else:
-            attention_fwd_tma[grid](*args, **meta, WARP_SPECIALIZE=warp_specialize and not causal, REVERSE=reverse)
+            sms = torch.cuda.get_device_properties(q.device).multi_processor_count if GPU else 3
+            attention_fwd_persistent[(min(sms, grid[0] * grid[1]),)](*args, B * H, **meta,
+                                                                     WARP_SPECIALIZE=warp_specialize, REVERSE=reverse)
     return o, lse
 
 
@@ -339,11 +376,14 @@ def attention_forward(q, k, v, causal: bool = False, *, version: str = "tma", BL
 #
 # Against naive attention in fp32 on the same (rounded) inputs: bf16 and fp16 on the GPU (fp32
 # under the interpreter), head_dim 64 and 128, causal and not, sequence lengths no block divides,
-# both versions. The table gives the worst ‖O − O_ref‖ / ‖O_ref‖ over both versions.
+# every version, warp-specialized or not. The table gives the worst ‖O − O_ref‖ / ‖O_ref‖ of them.
 
-# %% tags=["hide-cell"] summary="Check both versions against naive attention in fp32"
+# %% tags=["hide-cell"] summary="Check every version against naive attention in fp32"
 CHECK_CFG = dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=2) if GPU else \
     dict(BLOCK_M=32, BLOCK_N=16, num_warps=4, num_stages=1)
+WS_CFG = dict(BLOCK_M=128, BLOCK_N=128, num_warps=4, num_stages=2) if GPU else CHECK_CFG  # two consumer groups
+CHECKS = [dict(version="pointers", **CHECK_CFG), dict(version="tma", **CHECK_CFG),
+          dict(version="tma", warp_specialize=True, **WS_CFG), dict(version="persistent", warp_specialize=True, **WS_CFG)]
 CHECK_N = (1000, 3001) if GPU else (1, 100, 257)
 TOL = {torch.bfloat16: 2e-2, torch.float16: 2e-2, torch.float32: 1e-5}
 correctness = []
@@ -354,43 +394,49 @@ for dtype in DTYPES:
             for n in CHECK_N:
                 q, k, v = (torch.randn(1, 2, n, d, device=DEVICE, dtype=dtype) for _ in range(3))
                 ref = naive_attention(q.float(), k.float(), v.float(), causal)
-                errors = [((attention_forward(q, k, v, causal, version=version, **CHECK_CFG)[0].float() - ref).norm()
-                           / ref.norm()).item() for version in ("pointers", "tma")]
+                errors = [((attention_forward(q, k, v, causal, reverse=causal, **cfg)[0].float() - ref).norm()
+                           / ref.norm()).item() for cfg in CHECKS]
                 assert max(errors) < TOL[dtype], f"{row} N={n}: relative error {max(errors):.2e}"
                 row[f"N={n}"] = max(errors)
             correctness.append(row)
 save_data("correctness.csv", correctness)
 display(table(correctness, formats={f"N={n}": ".1e" for n in CHECK_N},
-              caption="worst relative error of the output, over both versions, against fp32 naive attention"))
+              caption="worst relative error of the output, over every version, against fp32 naive attention"))
 
 # %% [markdown]
 # ## 5. Tuning: every configuration checked, then timed
 #
-# The candidates: `BLOCK_M` 64 or 128, `BLOCK_N` 64 or 128 (at most `BLOCK_M`), 4 or 8 warps,
-# 2 or 3 stages, for each version, and for version 2 with warp specialization (4 warps, not
-# causal). Two rules prune them before anything is compiled: the fp32 accumulator and score tile
-# must fit in registers, $(\text{BLOCK\_M} \cdot d + \text{BLOCK\_M} \cdot \text{BLOCK\_N})$ fp32
-# values spread over the program's threads at most 128 each; and the $K$ and $V$ blocks of every
-# stage, plus the $Q$ block, must fit in the 227 KiB of shared memory a block may have. Each
-# survivor runs at N = 8192 and is kept only if its output matches cuDNN's (3-stage warp-specialized
-# ones return NaNs). **A flaw:** the register rule counts a warp-specialized configuration's 4
-# warps, but the compiler runs its loop on two consumer warp groups, so 128×128 warp-specialized
-# tiles were pruned; timed by hand on an H100 they reached about 550 TFLOP/s, 0.90× cuDNN.
+# The candidates: `BLOCK_M` and `BLOCK_N` 64 or 128 (`BLOCK_N` ≤ `BLOCK_M`), 4 or 8 warps, 2 or 3
+# stages for versions 1 and 2, and warp-specialized ones (4 warps) for 2 and 3. Two rules prune
+# them first: at most 128 fp32 values per computing thread for the accumulator and score tile,
+# $\text{BLOCK\_M} \cdot (d + \text{BLOCK\_N})$; and $K$, $V$ for every stage plus $Q$ within the
+# 227 KiB of shared memory a block may have. A warp-specialized configuration asks for 4 warps and
+# gets two consumer groups of 4 from the compiler (as `kit.gemm.keep_configs` notes), so the rule
+# counts 8. A survivor is kept only if it matches cuDNN at N = 8192 and naive attention at
+# N = 1000, log-sum-exp included; then it is timed at N = 8192.
+#
+# ??? warning "Why no 128-row warp-specialized tile is kept: the causal mask's miscompile, again"
+#     With two consumer groups (`BLOCK_M` = 128) the output is right, but the log-sum-exp store,
+#     masked with `q0 + arange < n`, leaves rows 64–127 of each tile unwritten. Written
+#     `arange < n - q0` (or through a descriptor), every row is right, in a scratch run on the H100
+#     after this freeze. Timed on their output alone in scratch runs, the persistent 128×128 tile
+#     reached 549–572 TFLOP/s in pairs, 0.92–0.97× cuDNN.
 
-# %% tags=["hide-input"] summary="Candidates, the pruning rules, and a guard for the compiler's error output"
+# %% tags=["hide-input"] summary="Candidates and the pruning rules"
 def candidate_configs(causal: bool) -> list[dict]:
-    """Every (version, blocks, warps, stages, warp specialization) tried; causal TMA programs run
-    in reverse order (longest rows first)."""
-    versions = [("pointers", False), ("tma", False)] + ([] if causal else [("tma", True)])
+    """Every (version, blocks, warps, stages, warp specialization) tried; causal programs of
+    versions 2 and 3 take the longest rows first."""
+    versions = [("pointers", False), ("tma", False), ("tma", True), ("persistent", True)]
     return [dict(version=version, BLOCK_M=bm, BLOCK_N=bn, num_warps=w, num_stages=s, warp_specialize=ws,
-                 reverse=causal and version == "tma")
+                 reverse=causal and version != "pointers")
             for version, ws in versions for bm in (64, 128) for bn in (64, 128) for w in (4, 8) for s in (2, 3)
             if bn <= bm and not (ws and w != 4)]
 
 
 def fits(cfg: dict, d: int, itemsize: int = 2) -> bool:
-    """The pruning rules above: registers per thread and shared memory per block."""
-    regs = (cfg["BLOCK_M"] * d + cfg["BLOCK_M"] * cfg["BLOCK_N"]) / (cfg["num_warps"] * 32)
+    """The pruning rules above: registers per computing thread and shared memory per block."""
+    warps = 8 if cfg["warp_specialize"] else cfg["num_warps"]
+    regs = (cfg["BLOCK_M"] * d + cfg["BLOCK_M"] * cfg["BLOCK_N"]) / (warps * 32)
     smem = (2 * cfg["num_stages"] * cfg["BLOCK_N"] * d + cfg["BLOCK_M"] * d) * itemsize
     return regs <= 128 and smem <= 227 * 1024
 
@@ -400,52 +446,30 @@ def label(cfg: dict) -> str:
     return f"{cfg['version']} {cfg['BLOCK_M']}x{cfg['BLOCK_N']} w{cfg['num_warps']} s{cfg['num_stages']}{extra}"
 
 
-@contextlib.contextmanager
-def compiler_output_kept():
-    """Send what the compiler writes to the process's stderr (file descriptor 2) to a temporary
-    file for the duration, and yield a list that then holds its lines: a failed compilation dumps
-    an MLIR reproducer there, with the machine's temporary paths in it."""
-    lines: list[str] = []
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile(mode="w+") as sink:
-        os.dup2(sink.fileno(), 2)
-        try:
-            yield lines
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            sink.seek(0)
-            lines.extend(sink.read().splitlines())
-
-
-def failed_pass(lines: list[str]) -> str:
-    return next((line.split("executing [")[1].split(" on")[0].strip("`") for line in lines
-                 if "Pipeline failed while executing [" in line), "")
-
-
-# %% tags=["hide-input"] summary="The tuning run: check, then time, every configuration at N = 8192"
+# %% tags=["hide-input", "hide-output"] summary="The tuning run: check, then time, every configuration at N = 8192; the best of each"
 BEST, tune_rows = {}, []
 CONFIG_KEYS = ("version", "BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "warp_specialize", "reverse")
 if GPU:
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
+    cudnn = sdpa(sdpa_backends()["sdpa cudnn"])
     n = 8192
     for d in (64, 128):
         b, h = TOKENS // (HEADS[d] * n), HEADS[d]
         q, k, v = (torch.randn(b, h, n, d, device=DEVICE, dtype=torch.bfloat16) for _ in range(3))
+        small = [torch.randn(1, 2, 1000, d, device=DEVICE, dtype=torch.bfloat16) for _ in range(3)]  # ragged
         for causal in (False, True):
-            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-                ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal).float()
+            ref, (small_o, small_lse) = cudnn(q, k, v, causal).float(), naive_attention(*(t.float() for t in small), causal, lse=True)
             for cfg in [c for c in candidate_configs(causal) if fits(c, d)]:
                 row = {"d": d, "causal": causal, "config": label(cfg), **cfg}
                 try:
                     with compiler_output_kept() as dumped:
-                        out = attention_forward(q, k, v, causal, **cfg)[0].float()
-                    err = ((out - ref).norm() / ref.norm()).item()
-                    row["rel_err"] = err
-                    if not err < 2e-2:  # NaN too
+                        out, (o, lse) = attention_forward(q, k, v, causal, **cfg)[0].float(), \
+                            attention_forward(*small, causal, **cfg)
+                    row["rel_err"] = err = ((out - ref).norm() / ref.norm()).item()
+                    row["lse_err"] = (lse - small_lse).abs().max().item()  # log2 units
+                    if not err < 2e-2 or not ((o - small_o).norm() / small_o.norm()).item() < 2e-2:  # NaN too
                         row["status"] = "wrong result"
+                    elif not row["lse_err"] < 1e-2:
+                        row["status"] = "wrong log-sum-exp"
                     else:
                         t = bench(lambda cfg=cfg: attention_forward(q, k, v, causal, **cfg))
                         row.update(status="ok", ms=t.ms, tflops=tflops(attention_flops(b, h, n, d, causal), t.ms))
@@ -455,18 +479,6 @@ if GPU:
             ok = [r for r in tune_rows if r["d"] == d and r["causal"] == causal and r["status"] == "ok"]
             BEST[d, causal] = {key: max(ok, key=lambda r: r["tflops"])[key] for key in CONFIG_KEYS}
     save_data("tuning.csv", tune_rows)
-
-
-def flash_forward(q, k, v, causal: bool):
-    """:func:`attention_forward` at the configuration tuned for this head_dim and mask."""
-    return attention_forward(q, k, v, causal, **BEST.get((q.shape[-1], causal), CHECK_CFG))
-
-
-flash = lambda q, k, v, causal: flash_forward(q, k, v, causal)[0]  # noqa: E731
-
-
-# %% tags=["hide-input"] summary="Tabulate the tuning run"
-if GPU:
     summary_rows = []
     for (d, causal), best in BEST.items():
         rows = [r for r in tune_rows if r["d"] == d and r["causal"] == causal]
@@ -478,26 +490,26 @@ if GPU:
     display(table(summary_rows, formats={"TFLOP/s": ".0f"}, caption="bf16, N = 8192, B·H·N = 16k·32; "
                   "every configuration and its time is in the notebook's data (tuning.csv)"))
 
+
+def flash_forward(q, k, v, causal: bool):
+    """:func:`attention_forward` at the configuration tuned for this head_dim and mask."""
+    return attention_forward(q, k, v, causal, **BEST.get((q.shape[-1], causal), CHECK_CFG))
+
+
+flash = lambda q, k, v, causal: flash_forward(q, k, v, causal)[0]  # noqa: E731
+
+
 # %% [markdown]
 # ## 6. One step at a time
 #
-# Each version at N = 8192, head_dim 128, bf16, timed in pairs against cuDNN (the fastest
-# backend of section 7), as Simon Boehm's SGEMM worklog tabulates its kernels against cuBLAS.
+# Each version at N = 8192, head_dim 128, bf16, in pairs with cuDNN (section 7's fastest backend),
+# as Simon Boehm's SGEMM worklog does against cuBLAS; last, a peer: FlexAttention, torch's Triton kernel.
 
-# %% tags=["hide-input"] summary="Pair every version with cuDNN"
-def sdpa(backend):
-    """(q, k, v, causal) -> O through one SDPA backend, chosen explicitly."""
-    def run(q, k, v, causal):
-        with sdpa_kernel(backend):
-            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-    return run
-
-
-def tuned(d: int, causal: bool, version: str, warp_specialize: bool = False) -> dict:
-    """The fastest checked configuration of ``version`` in the tuning run."""
-    rows = [r for r in tune_rows if r["d"] == d and r["causal"] == causal and r["status"] == "ok"
-            and r["version"] == version and r["warp_specialize"] == warp_specialize]
-    best = max(rows, key=lambda r: r["tflops"], default=None)  # None: no such configuration was right
+# %% tags=["hide-input"] summary="Pair every version, and FlexAttention, with cuDNN"
+def tuned(d: int, causal: bool, version: str, warp_specialize: bool = False) -> dict | None:
+    """The fastest checked configuration of ``version`` in the tuning run; None if none was right."""
+    best = max((r for r in tune_rows if r["d"] == d and r["causal"] == causal and r["status"] == "ok"
+                and r["version"] == version and r["warp_specialize"] == warp_specialize), key=lambda r: r["tflops"], default=None)
     return best and {key: best[key] for key in CONFIG_KEYS}
 
 
@@ -511,14 +523,17 @@ if GPU:
              (False, "2. pointers, tuned", tuned(d, False, "pointers")),
              (False, "3. descriptors made in the kernel, one per head", tuned(d, False, "tma")),
              (False, "4. + warp specialization of the key loop", tuned(d, False, "tma", True)),
+             (False, "5. + persistent: one program per SM", tuned(d, False, "persistent", True)),
              (True, "1. pointers, tuned", tuned(d, True, "pointers")),
-             (True, "2. descriptors made in the kernel", {**tuned(d, True, "tma"), "reverse": False}),
-             (True, "3. + the longest rows first", tuned(d, True, "tma"))]
-    cudnn = sdpa(SDPBackend.CUDNN_ATTENTION)
-    for causal, step, cfg in [s for s in steps if s[2]]:
-        p = paired_ratio(lambda: cudnn(q, k, v, causal), lambda cfg=cfg: attention_forward(q, k, v, causal, **cfg),
-                         rounds=5)
-        step_rows.append({"mask": "causal" if causal else "none", "version": step, "config": label(cfg),
+             (True, "2. descriptors made in the kernel", tuned(d, True, "tma") and {**tuned(d, True, "tma"), "reverse": False}),
+             (True, "3. + the longest rows first", tuned(d, True, "tma")),
+             (True, "4. one warp-specialized loop, every block masked", tuned(d, True, "tma", True)),
+             (True, "5. + persistent", tuned(d, True, "persistent", True))]
+    steps += [(causal, "peer: FlexAttention (Triton, from torch)", "flex") for causal in (False, True)]
+    for causal, step, cfg in [s for s in steps if s[2]]:  # (checked in the tuning run, FlexAttention in section 7)
+        run = (lambda: flex_attention(q, k, v, causal)) if cfg == "flex" else lambda cfg=cfg: attention_forward(q, k, v, causal, **cfg)
+        p = paired_ratio(lambda: cudnn(q, k, v, causal), run, rounds=5)
+        step_rows.append({"mask": "causal" if causal else "none", "version": step, "config": "—" if cfg == "flex" else label(cfg),
                           "TFLOP/s": tflops(attention_flops(b, h, n, d, causal), p.candidate_ms),
                           "% of cuDNN": 100 * p.ratio, "spread": p.spread()})
     save_data("steps.csv", step_rows)
@@ -530,24 +545,18 @@ if GPU:
 #
 # Each backend chosen explicitly with `torch.nn.attention.sdpa_kernel`: `FLASH_ATTENTION`
 # (FlashAttention-2), `EFFICIENT_ATTENTION` (the memory-efficient kernel from xFormers),
-# `CUDNN_ATTENTION`, and `MATH` (the naive composition) up to N = 2048. bf16,
-# B·H·N = 16k·32 tokens, head_dim 64 (32 heads) and 128 (16 heads), causal and not, with the
+# `CUDNN_ATTENTION`, and `MATH` (the naive composition) up to N = 2048; and, at head_dim 128,
+# FlexAttention, torch's Triton kernel. bf16, B·H·N = 16k·32 tokens, head_dim 64 (32 heads) and 128 (16 heads), causal and not, with the
 # 20–80 % quantile bands.
 
 # %% tags=["hide-input"] summary="The sweep over N: every backend, checked against the kernel, then timed"
-BACKENDS = {}
-if GPU:
-    BACKENDS = {"sdpa flash": SDPBackend.FLASH_ATTENTION, "sdpa efficient": SDPBackend.EFFICIENT_ATTENTION,
-                "sdpa cudnn": SDPBackend.CUDNN_ATTENTION, "sdpa math": SDPBackend.MATH}
+BACKENDS = sdpa_backends() if GPU else {}
 
 
-def providers(n: int) -> dict:
-    out = {"triton flash": flash}
-    for name, backend in BACKENDS.items():
-        if name == "sdpa math" and n > 2048:
-            continue  # S and P for 32 heads at this N: gigabytes, and seconds
-        out[name] = sdpa(backend)
-    return out
+def providers(n: int, d: int) -> dict:
+    """Ours, FlexAttention at d = 128, every SDPA backend; math only to N = 2048 (S and P for 32 heads: gigabytes)."""
+    return {"triton flash": flash, **({"flex attention": flex_attention} if d == 128 else {}),
+            **{name: sdpa(backend) for name, backend in BACKENDS.items() if name != "sdpa math" or n <= 2048}}
 
 
 bench_rows, unavailable = [], {}
@@ -558,7 +567,7 @@ if GPU:
                 b, h = TOKENS // (HEADS[d] * n), HEADS[d]
                 q, k, v = (torch.randn(b, h, n, d, device=DEVICE, dtype=torch.bfloat16) for _ in range(3))
                 ref = flash(q, k, v, causal).float()
-                for name, fn in providers(n).items():
+                for name, fn in providers(n, d).items():
                     try:
                         out = fn(q, k, v, causal).float()
                     except RuntimeError as exc:  # a backend this build or shape does not support
@@ -597,8 +606,8 @@ if GPU:
 # %% [markdown]
 # ## 8. The headlines, paired, at N = 8192, head_dim 128
 #
-# Against FlashAttention-2 (SDPA's flash backend) and against the fastest backend of the sweep,
-# in bf16, causal and not, and in fp16: each the median of paired rounds, back to back.
+# Against FlashAttention-2 (SDPA's flash backend) and the sweep's fastest backend, in bf16, causal
+# and not, and in fp16, each the median of paired rounds; the goals are issue #23's.
 
 # %% tags=["hide-input"] summary="Pairs, and the headline figures they give"
 pairs = {}
@@ -606,7 +615,7 @@ if GPU:
     n, d = 8192, 128
     b, h = TOKENS // (HEADS[d] * n), HEADS[d]
     at = {(r["provider"], r["causal"]): r for r in bench_rows if r["n"] == n and r["d"] == d}
-    fastest = max((p for (p, c) in at if not c and p != "triton flash"), key=lambda p: at[p, False]["tflops"])
+    fastest = max((p for (p, c) in at if not c and p in BACKENDS), key=lambda p: at[p, False]["tflops"])
     for dtype in (torch.bfloat16, torch.float16):
         q, k, v = (torch.randn(b, h, n, d, device=DEVICE, dtype=dtype) for _ in range(3))
         for causal in (False, True) if dtype == torch.bfloat16 else (False,):
@@ -870,16 +879,8 @@ display(table(grad_rows, formats={f"N={n}": ".1e" for n in CHECK_N},
                       + ("" if GPU else "; at N=1 the causal gradients of Q and K are zero")))
 
 # %% tags=["hide-input"] summary="Tune the two kernels' blocks, then time them against SDPA's backward over N"
-BWD_CANDIDATES = [((64, 128, 8, 2), (128, 64, 8, 2)), ((64, 128, 8, 3), (128, 128, 8, 2)),
-                  ((64, 128, 8, 2), (128, 128, 8, 2)), ((32, 128, 4, 3), (128, 64, 8, 2)),
-                  ((64, 64, 4, 3), (64, 64, 4, 2))]
-
-
-def grads_fn(fn, q, k, v, do, causal):
-    """A function that runs only the backward of ``fn`` (a forward) on q, k, v."""
-    q, k, v = (t.detach().requires_grad_() for t in (q, k, v))
-    out = fn(q, k, v, causal)
-    return lambda: torch.autograd.grad(out, (q, k, v), do, retain_graph=True)
+BWD_CANDIDATES = [((64, 128, 8, 2), (128, 64, 8, 2)), ((64, 128, 8, 3), (128, 128, 8, 2)), ((64, 128, 8, 2), (128, 128, 8, 2)),
+                  ((32, 128, 4, 3), (128, 64, 8, 2)), ((64, 64, 4, 3), (64, 64, 4, 2))]
 
 
 bwd_rows = []
@@ -889,7 +890,7 @@ if GPU:
     q, k, v, do = (torch.randn(b, h, n, d, device=DEVICE, dtype=torch.bfloat16) for _ in range(4))
     for causal in (False, True):
         o, lse = flash_forward(q, k, v, causal)
-        ref = grads_fn(sdpa(BACKENDS["sdpa cudnn"]), q, k, v, do, causal)()
+        ref = backward_only(sdpa(BACKENDS["sdpa cudnn"]), q, k, v, do, causal)()
         best = None
         for dkdv, dq in BWD_CANDIDATES:
             grads = attention_backward(q, k, v, o, lse, do, causal, dkdv=dkdv, dq=dq)
@@ -904,7 +905,7 @@ if GPU:
             q, k, v, do = (torch.randn(b, h, n, d, device=DEVICE, dtype=torch.bfloat16) for _ in range(4))
             o, lse = flash_forward(q, k, v, causal)
             runs = {"triton flash": lambda: attention_backward(q, k, v, o, lse, do, causal, **BWD_CFG[causal]),
-                    **{name: grads_fn(sdpa(BACKENDS[name]), q, k, v, do, causal) for name in ("sdpa flash", "sdpa cudnn")}}
+                    **{name: backward_only(sdpa(BACKENDS[name]), q, k, v, do, causal) for name in ("sdpa flash", "sdpa cudnn")}}
             for name, fn in runs.items():
                 t = bench(fn)
                 f = 2.5 * attention_flops(b, h, n, d, causal)
@@ -928,7 +929,7 @@ if GPU:
     b = TOKENS // (h * n)
     q, k, v, do = (torch.randn(b, h, n, d, device=DEVICE, dtype=torch.bfloat16) for _ in range(4))
     o, lse = flash_forward(q, k, v, False)
-    bwd_pair = paired_ratio(grads_fn(sdpa(BACKENDS["sdpa flash"]), q, k, v, do, False),
+    bwd_pair = paired_ratio(backward_only(sdpa(BACKENDS["sdpa flash"]), q, k, v, do, False),
                             lambda: attention_backward(q, k, v, o, lse, do, False, **BWD_CFG[False]), rounds=ROUNDS)
     save_data("backward_pair.json", {"config": BWD_CFG[False], **vars(bwd_pair)})
     headline("fa_bwd_vs_sdpa_flash", bwd_pair.ratio, "x",
@@ -946,9 +947,8 @@ if GPU:
 # %% [markdown]
 # ## 10. Roofline
 #
-# Every backend and the kernel at N = 8192, head_dim 128, forward and backward, against the
-# measured bf16 roof. Intensity counts the fused kernel's compulsory bytes for all of them (the
-# backends keep $S$ on chip too); the backward reads Q, K, V, O, dO and writes dQ, dK, dV.
+# Every backend and the kernel at N = 8192, d = 128, forward and backward, against the measured bf16
+# roof; intensity counts the fused kernel's compulsory bytes for all (the backward's: Q, K, V, O, dO, dQ, dK, dV).
 
 # %% tags=["hide-input"] summary="Roofline points from the sweeps"
 if GPU:
@@ -970,21 +970,20 @@ if GPU:
 if GPU:
     ours, ref = (mean.get("triton flash"), mean.get(fastest)) if len(mean) == 2 else (None, None)
     fwd_tf, causal_tf = tflops(flops_full, full.candidate_ms), tflops(flops_causal, causal_pair.candidate_ms)
-    steps_by, ws = {(r["mask"], r["version"][:1]): r for r in step_rows}, tuned(128, False, "tma", True)
+    def walk(mask: str) -> str:  # the TFLOP/s of section 6's rows, in order
+        return " → ".join(f"{r['version'].split('. ', 1)[-1].lstrip('+ ')} {r['TFLOP/s']:.0f}"
+                          for r in step_rows if r["mask"] == mask and not r["version"].startswith("peer"))
+    peer = {r["mask"]: r for r in step_rows if r["version"].startswith("peer")}
     display(prose(
         f"- **Forward:** {fwd_tf:.0f} TFLOP/s in bf16 at N = 8192, d = 128, "
         f"{fwd_tf / ceilings.bf16_tflops:.2f} of the measured bf16 roof ({ceilings.bf16_tflops:.0f}); the "
         f"prediction was about half. {full.ratio:.2f}× SDPA's FlashAttention-2 and {best_pair.ratio:.2f}× "
         f"{fastest}, in pairs. In fp16, {tflops(flops_full, fp16_pair.candidate_ms):.0f} TFLOP/s.\n"
-        f"- **Steps:** making the descriptors in the kernel, one per head, took the forward from "
-        f"{steps_by['none', '2']['TFLOP/s']:.0f} (pointers, tuned) to {steps_by['none', '3']['TFLOP/s']:.0f} TFLOP/s, "
-        + (f"and warp specialization of the key loop to {steps_by['none', '4']['TFLOP/s']:.0f}" if ws else
-           "and no warp-specialized configuration came out right") + "; running the longest "
-        f"causal rows first took the causal kernel from {steps_by['causal', '2']['TFLOP/s']:.0f} to "
-        f"{steps_by['causal', '3']['TFLOP/s']:.0f} (section 6).\n"
-        f"- **Causal:** {causal_tf:.0f} TFLOP/s, {causal_pair.ratio:.2f}× FlashAttention-2. Its two loops (and "
-        "any other way of writing the diagonal) stop Triton 3.6's warp specialization, so it keeps the software "
-        "pipeline.\n"
+        f"- **Steps, not causal (TFLOP/s, section 6):** {walk('none')}.\n"
+        f"- **Causal:** {causal_tf:.0f} TFLOP/s, {causal_pair.ratio:.2f}× FlashAttention-2; steps: {walk('causal')}. "
+        "Warp specialization needs the one loop, and then every block pays for the mask, not just the diagonal.\n"
+        + "".join(f"- **FlexAttention** ({'causal' if m == 'causal' else 'not causal'}), the Triton kernel torch "
+                  f"generates: {r['TFLOP/s']:.0f} TFLOP/s, {r['% of cuDNN']:.0f} % of cuDNN.\n" for m, r in peer.items())
         + (f"- **The gap to {fastest}:** under the power cap the kernel ran at {ours['sm_mhz']:.0f} MHz and "
            f"{ours['power_w']:.0f} W, {fastest} at {ref['sm_mhz']:.0f} MHz and {ref['power_w']:.0f} W. Throughput "
            f"{ours['tflops'] / ref['tflops']:.3f} = clock {ours['sm_mhz'] / ref['sm_mhz']:.3f} × work per clock "

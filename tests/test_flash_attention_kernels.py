@@ -2,10 +2,11 @@
 
 Under ``TRITON_INTERPRET=1`` (fp32: the interpreter has no bf16): one query attends to one
 key (the output is that value), a causal first row attends only to itself, the result depends
-on neither the block sizes nor the version (pointers, descriptors) nor the order of the causal
-programs, the saved log-sum-exp is its definition, the backward kernels match autograd at a
-length no block divides and ``loss.backward()`` works, and bad input is a clear error. On the
-host: the FLOP and byte model.
+on neither the block sizes nor the version (pointers, descriptors, persistent) nor the order of
+the causal programs nor the one masked loop that warp specialization takes, a persistent
+program walks tiles of several heads at a ragged length, the saved log-sum-exp is its
+definition, the backward kernels match autograd at a length no block divides and
+``loss.backward()`` works, and bad input is a clear error. On the host: the FLOP and byte model.
 """
 
 from __future__ import annotations
@@ -47,14 +48,20 @@ forward, backward = namespace["attention_forward"], namespace["attention_backwar
 naive, flash_attention = namespace["naive_attention"], namespace["flash_attention"]
 torch.manual_seed(4)
 q, k, v = (torch.randn(1, 2, 1, 64) for _ in range(3))
-results["one"] = [(forward(q, k, v, version=version)[0], v) for version in ("pointers", "tma")]
+results["one"] = [(forward(q, k, v, version=version)[0], v) for version in ("pointers", "tma", "persistent")]
 q, k, v = (torch.randn(1, 1, 77, 32) for _ in range(3))
 results["causal"] = (forward(q, k, v, True, BLOCK_M=32, BLOCK_N=16, num_stages=1)[0], v)
 results["blocks"] = [forward(q, k, v, False, version=version, BLOCK_M=bm, BLOCK_N=bn, num_stages=1)[0]
-                     for version in ("pointers", "tma") for bm, bn in ((16, 16), (32, 16), (64, 32))]
-# the reversed causal order, and the log-sum-exp against its definition
-results["reverse"] = (forward(q, k, v, True, BLOCK_M=32, BLOCK_N=16, num_stages=1)[0],
-                      forward(q, k, v, True, BLOCK_M=32, BLOCK_N=16, num_stages=1, reverse=True)[0])
+                     for version in ("pointers", "tma", "persistent") for bm, bn in ((16, 16), (32, 16), (64, 32))]
+# the reversed causal order and the one masked loop of warp specialization, in both descriptor versions;
+# and the log-sum-exp against its definition
+results["reverse"] = [forward(q, k, v, True, version=version, BLOCK_M=32, BLOCK_N=16, num_stages=1, reverse=rev,
+                              warp_specialize=ws)[0]
+                      for version in ("tma", "persistent") for rev in (False, True) for ws in (False, True)]
+# the persistent version with more tiles than programs (3 under the interpreter), several heads, ragged N
+q3, k3, v3 = (torch.randn(2, 3, 77, 32) for _ in range(3))
+results["persistent"] = [(forward(q3, k3, v3, causal, version="persistent", BLOCK_M=16, BLOCK_N=16, num_stages=1,
+                                  reverse=causal)[0], naive(q3, k3, v3, causal)) for causal in (False, True)]
 s = (q @ k.transpose(-2, -1)) / 32 ** 0.5
 results["lse"] = (forward(q, k, v, False, BLOCK_M=32, BLOCK_N=16, num_stages=1)[1],
                   torch.logsumexp(s, -1) / torch.log(torch.tensor(2.0)))
@@ -95,13 +102,19 @@ def test_the_first_causal_row_sees_only_itself(interpreted):
 @pytest.mark.notebook
 def test_the_result_depends_on_neither_the_blocks_nor_the_version(interpreted):
     first, *rest = interpreted["blocks"]
-    assert len(rest) == 5 and all((first - r).abs().max().item() < 1e-5 for r in rest)
+    assert len(rest) == 8 and all((first - r).abs().max().item() < 1e-5 for r in rest)
 
 
 @pytest.mark.notebook
-def test_the_longest_rows_first_give_the_same_result(interpreted):
-    natural, reversed_order = interpreted["reverse"]
-    assert (natural - reversed_order).abs().max().item() < 1e-6
+def test_the_causal_order_and_the_one_masked_loop_give_the_same_result(interpreted):
+    first, *rest = interpreted["reverse"]
+    assert len(rest) == 7 and all((first - r).abs().max().item() < 1e-6 for r in rest)
+
+
+@pytest.mark.notebook
+def test_a_persistent_program_walks_many_tiles_of_many_heads(interpreted):
+    for out, expected in interpreted["persistent"]:
+        assert (out - expected).abs().max().item() < 1e-5
 
 
 @pytest.mark.notebook
@@ -123,7 +136,7 @@ def test_loss_backward_works_through_the_autograd_function(interpreted):
 
 @pytest.mark.notebook
 @pytest.mark.parametrize("case, words", [("shape", "must be"), ("dims", "power of two"), ("split", "divide"),
-                                         ("version", "'pointers' or 'tma'")])
+                                         ("version", "'persistent'")])
 def test_bad_input_is_a_clear_error(interpreted, case, words):
     kind, message = interpreted[case]
     assert kind == "ValueError" and words in message
