@@ -171,23 +171,22 @@ if GPU:
 #
 # At the end $O / \ell$ is written once, and $m + \log_2 \ell$, the log-sum-exp of the row, is
 # saved for the backward pass. The scale $1/\sqrt d$ and $\log_2 e$ are folded into one constant
-# $c$, so each score costs one fused multiply-add and the hardware's `ex2`. Under a causal mask
-# the key loop stops at the diagonal, and only the diagonal block pays for a mask.
+# $c$, so each score costs one fused multiply-add and the hardware's `ex2`. A masked score is
+# $-\infty$, and $-\infty \cdot c - m$ is still $-\infty$, so masked blocks keep that one
+# instruction: every key loop starts at key 0, which every row may see, so $m$ is finite after the
+# first block. (Scaling the masked blocks first, a multiply more per score, cost the causal kernel
+# 3–5 % in paired runs.) Under a causal mask the key loop stops at the diagonal.
 #
 # **Version 1: pointers.** Every thread computes addresses and issues its own loads.
 
-# %%
+# %% tags=["hide-input"] summary="The online-softmax step that every version shares, and version 1"
 @triton.jit
-def _online_softmax_step(acc, l_i, m_i, s, v, qk_scale, MASKED: tl.constexpr):
-    """One key block of the online softmax. s: (BLOCK_M, BLOCK_N) fp32 scores, unscaled (masked
-    ones -inf when MASKED); v: (BLOCK_N, HEAD_DIM). Returns acc (BLOCK_M, HEAD_DIM), l_i, m_i (BLOCK_M,)."""
-    if MASKED:  # the scale first: -inf stays -inf
-        s = s * qk_scale
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        p = tl.math.exp2(s - m_new[:, None])  # (BLOCK_M, BLOCK_N)
-    else:  # the max of the unscaled scores, then scale and subtract in one fused multiply-add
-        m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
-        p = tl.math.exp2(s * qk_scale - m_new[:, None])
+def _online_softmax_step(acc, l_i, m_i, s, v, qk_scale):
+    """One key block of the online softmax. s: (BLOCK_M, BLOCK_N) fp32 scores, unscaled, masked ones
+    -inf; v: (BLOCK_N, HEAD_DIM). Returns acc (BLOCK_M, HEAD_DIM), l_i, m_i (BLOCK_M,). Every key loop
+    starts at key 0, which every row may see, so m_i is finite after the first block: -inf - m is -inf."""
+    m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)  # the max of the unscaled scores, scaled once
+    p = tl.math.exp2(s * qk_scale - m_new[:, None])  # scale and subtract: one fused multiply-add
     alpha = tl.math.exp2(m_i - m_new)  # rescales what was summed under the old max
     l_i = l_i * alpha + tl.sum(p, 1)
     acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])  # (BLOCK_M, HEAD_DIM) fp32
@@ -213,7 +212,7 @@ def _keys_pointers(acc, l_i, m_i, q, k_base, v_base, offs_m, lo, hi, n, qk_scale
             s = tl.where(offs_m[:, None] >= offs_n[None, :], s, float("-inf"))
         if BOUNDS_MASK:
             s = tl.where(offs_n[None, :] < n, s, float("-inf"))
-        acc, l_i, m_i = _online_softmax_step(acc, l_i, m_i, s, v, qk_scale, CAUSAL_MASK or BOUNDS_MASK)
+        acc, l_i, m_i = _online_softmax_step(acc, l_i, m_i, s, v, qk_scale)
     return acc, l_i, m_i
 
 
@@ -252,8 +251,8 @@ def attention_fwd_pointers(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr,  # (B*H, N, HEAD
 # as Triton's own fused-attention tutorial does: one warp group only issues TMA loads, and one or
 # two consumer groups of 64 rows each only compute, handing buffers over through barriers. The
 # pass takes `num_warps = 4` and one loop with no `tl.dot` outside it: the causal kernel takes it
-# only as **one loop masking every block**, its mask an offset compared with a scalar (`q0 - start_n`);
-# row indices written `q0 + arange`, as in version 1, miscompile (18 % error in scratch runs).
+# only as **one loop masking every block**, its mask an offset compared with a scalar (`q0 - start_n`),
+# for the reason in section 5's note.
 
 # %%
 @triton.jit
@@ -270,7 +269,7 @@ def _keys_tma(acc, l_i, m_i, q, k_desc, v_desc, q0, lo, hi, n, qk_scale, BLOCK_M
         if BOUNDS_MASK:  # a ragged N: the zero rows past it must not count
             s = tl.where(offs_n[None, :] < n - start_n, s, float("-inf"))
         v = v_desc.load([start_n, 0])
-        acc, l_i, m_i = _online_softmax_step(acc, l_i, m_i, s, v, qk_scale, CAUSAL_MASK or BOUNDS_MASK)
+        acc, l_i, m_i = _online_softmax_step(acc, l_i, m_i, s, v, qk_scale)
     return acc, l_i, m_i
 
 
@@ -300,8 +299,8 @@ def _tile_tma(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, qk_scale, n, bh, start_m, HEA
     else:
         acc, l_i, m_i = _keys_tma(acc, l_i, m_i, q, k_desc, v_desc, q0, 0, n, n, qk_scale, BLOCK_M, BLOCK_N,
                                   False, not EVEN_N, NUM_STAGES, WARP_SPECIALIZE)
-    rows = q0 + tl.arange(0, BLOCK_M)
-    tl.store(lse_ptr + bh.to(tl.int64) * n + rows, m_i + tl.math.log2(l_i), mask=rows < n)
+    tl.store(lse_ptr + bh.to(tl.int64) * n + q0 + tl.arange(0, BLOCK_M), m_i + tl.math.log2(l_i),
+             mask=tl.arange(0, BLOCK_M) < n - q0)  # an offset against a scalar, as in _keys_tma
     o_desc.store([q0, 0], (acc / l_i[:, None]).to(o_desc.dtype))  # rows past n dropped
 
 
@@ -415,13 +414,13 @@ display(table(correctness, formats={f"N={n}": ".1e" for n in CHECK_N},
 # counts 8. A survivor is kept only if it matches cuDNN at N = 8192 and naive attention at
 # N = 1000, log-sum-exp included; then it is timed at N = 8192.
 #
-# ??? warning "Why no 128-row warp-specialized tile is kept: the causal mask's miscompile, again"
-#     With two consumer groups (`BLOCK_M` = 128) the output is right, but the log-sum-exp store,
-#     masked with `q0 + arange < n`, leaves rows 64–127 of each tile unwritten. Written
-#     `arange < n - q0` (or through a descriptor), every row is right. In a scratch run on the
-#     H100 after this freeze, this page's kernels with the store so written were right at N = 1000
-#     and 8192, causal and not, and the persistent 128×128 tile reached 579 TFLOP/s in pairs,
-#     1.65× FlashAttention-2 and 0.92× cuDNN. The next freeze takes that one-line fix.
+# ??? note "Why every mask in version 2 compares an offset with a scalar: a Triton 3.6 miscompile"
+#     With two consumer groups (`BLOCK_M` = 128), a log-sum-exp store masked `q0 + arange < n`
+#     left rows 64–127 of every tile unwritten while $O$ was right, and a causal mask built from
+#     `q0 + arange` row indices was 18 % off. Written as an offset against a scalar
+#     (`arange < n - q0`), both are right. The N = 1000 check with the log-sum-exp caught it; the
+#     N = 8192 check of $O$ alone passed. The freeze before the fix kept no 128-row warp-specialized
+#     tile and reached 504 TFLOP/s.
 
 # %% tags=["hide-input"] summary="Candidates and the pruning rules"
 def candidate_configs(causal: bool) -> list[dict]:
