@@ -171,11 +171,9 @@ if GPU:
 #
 # At the end $O / \ell$ is written once, and $m + \log_2 \ell$, the log-sum-exp of the row, is
 # saved for the backward pass. The scale $1/\sqrt d$ and $\log_2 e$ are folded into one constant
-# $c$, so each score costs one fused multiply-add and the hardware's `ex2`. A masked score is
-# $-\infty$, and $-\infty \cdot c - m$ is still $-\infty$, so masked blocks keep that one
-# instruction: every key loop starts at key 0, which every row may see, so $m$ is finite after the
-# first block. (Scaling the masked blocks first, a multiply more per score, cost the causal kernel
-# 3–5 % in paired runs.) Under a causal mask the key loop stops at the diagonal.
+# $c$, so each score costs one fused multiply-add and the hardware's `ex2`, masked ones too: $m$ is
+# finite after the first block (key 0, which every row may see), and $-\infty \cdot c - m = -\infty$.
+# Scaling masked blocks first cost the causal kernel 3–5 % in pairs. Causal key loops stop at the diagonal.
 #
 # **Version 1: pointers.** Every thread computes addresses and issues its own loads.
 
@@ -415,12 +413,10 @@ display(table(correctness, formats={f"N={n}": ".1e" for n in CHECK_N},
 # N = 1000, log-sum-exp included; then it is timed at N = 8192.
 #
 # ??? note "Why every mask in version 2 compares an offset with a scalar: a Triton 3.6 miscompile"
-#     With two consumer groups (`BLOCK_M` = 128), a log-sum-exp store masked `q0 + arange < n`
-#     left rows 64–127 of every tile unwritten while $O$ was right, and a causal mask built from
-#     `q0 + arange` row indices was 18 % off. Written as an offset against a scalar
-#     (`arange < n - q0`), both are right. The N = 1000 check with the log-sum-exp caught it; the
-#     N = 8192 check of $O$ alone passed. The freeze before the fix kept no 128-row warp-specialized
-#     tile and reached 504 TFLOP/s.
+#     With two consumer groups (`BLOCK_M` = 128), a log-sum-exp store masked `q0 + arange < n` left
+#     rows 64–127 of every tile unwritten while $O$ was right, and a causal mask built from
+#     `q0 + arange` was 18 % off. As an offset against a scalar (`arange < n - q0`) both are right.
+#     The N = 1000 check with the log-sum-exp caught it; $O$ at N = 8192 alone passed.
 
 # %% tags=["hide-input"] summary="Candidates and the pruning rules"
 def candidate_configs(causal: bool) -> list[dict]:
@@ -504,6 +500,11 @@ flash = lambda q, k, v, causal: flash_forward(q, k, v, causal)[0]  # noqa: E731
 #
 # Each version at N = 8192, head_dim 128, bf16, in pairs with cuDNN (section 7's fastest backend),
 # as Simon Boehm's SGEMM worklog does against cuBLAS; last, a peer: FlexAttention, torch's Triton kernel.
+# What each step buys: tuning the pointer kernel's blocks is the largest single gain. Descriptors alone do
+# not beat it (Triton already pipelines its loads as `cp.async` copies), but warp specialization needs them: one
+# warp group loads while two compute. Persistence hides each tile's prologue and epilogue behind a
+# neighbour's. Causal: the longest rows first shorten the last wave; the persistent kernel walks all 64 heads'
+# longest rows at once, so its 132 tiles share no $K$, $V$ in L2 (one head at a time, it tied version 2).
 
 # %% tags=["hide-input"] summary="Pair every version, and FlexAttention, with cuDNN"
 def tuned(d: int, causal: bool, version: str, warp_specialize: bool = False) -> dict | None:
