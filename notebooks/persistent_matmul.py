@@ -38,7 +38,6 @@
 
 # %% tags=["hide-input"] summary="Imports, settings and the measured roofs"
 import shutil
-import statistics
 
 import torch
 import triton
@@ -58,7 +57,7 @@ from worklog_gen.kit.markdown import prose, python_source, table
 from worklog_gen.kit.measure import gpu_info, measure_ceilings, tflops
 from worklog_gen.kit.notebook import headline, interpret_mode, save_data
 from worklog_gen.kit.paired import paired_ratio, rank_paired
-from worklog_gen.kit.power import SUSTAIN_S, TENSOR_FLOP_PER_CLK_SM, flop_per_clock, reason_names, sustained
+from worklog_gen.kit.power import SUSTAIN_S, clock_split
 from worklog_gen.kit.roofline import RooflinePoint, save_roofline
 
 TOPIC = "persistent-matmul"
@@ -635,7 +634,7 @@ display(table(selection, {"headline": "headline", "candidate": "candidate", "rat
 #
 # To see which factor separates version 5 from cuBLAS, each headline's winner and
 # `torch.matmul` run back to back for `SUSTAIN_S` seconds each
-# (`worklog_gen.kit.power.sustained`; no L2 flush: this is the steady state), in the order
+# (`worklog_gen.kit.power.clock_split`; no L2 flush: this is the steady state), in the order
 # torch, Triton, Triton, torch so that slow drift cancels, while `nvidia-smi` samples the SM
 # clock, the board power and the active clock-event reasons every 50 ms. The clock moves in
 # 15 MHz steps, about 1 %, so a split of a ratio into clock and work per clock is good to a
@@ -654,27 +653,13 @@ else:
         b = torch.randn(n, n, device=DEVICE, dtype=DTYPES[dtype_name]).T
         providers = {TORCH: lambda: torch.matmul(a, b),
                      entry["candidate"]: headline_candidates(dtype_name, a, b)[entry["candidate"]]}
-        for i, label in enumerate([TORCH, entry["candidate"], entry["candidate"], TORCH]):
-            s = sustained(providers[label])
-            if s is None:
-                continue
-            tf = tflops(matmul_flops(n, n, n), s["ms"])
-            power_rows.append({"headline": name, "dtype": dtype_name, "n": n, "provider": label, "run": i,
-                               "tflops": tf, "sm_mhz": s["sm_mhz"], "power_w": s["power_w"], "temp_c": s["temp_c"],
-                               "flop_per_clk_sm": flop_per_clock(tf, s["sm_mhz"], NUM_SMS),
-                               "pj_per_flop": s["power_w"] / tf, "reasons": ", ".join(reason_names(s["reasons"])),
-                               "samples": s["samples"], "calls": s["calls"]})
+        rows, mean = clock_split(providers, [TORCH, entry["candidate"], entry["candidate"], TORCH],
+                                 matmul_flops(n, n, n), NUM_SMS, dtype_name)
+        power_rows += [{"headline": name, "dtype": dtype_name, "n": n, **r} for r in rows]
         del a, b, providers
-        rows = [r for r in power_rows if r["headline"] == name]
-        mean = {}
-        for label in dict.fromkeys(r["provider"] for r in rows):
-            mine = [r for r in rows if r["provider"] == label]
-            mean[label] = {k: statistics.fmean(r[k] for r in mine)
-                           for k in ("tflops", "sm_mhz", "power_w", "flop_per_clk_sm", "pj_per_flop")}
-            peak = TENSOR_FLOP_PER_CLK_SM[dtype_name]
-            split.append({"headline": name, "provider": "torch" if label == TORCH else "Triton", **mean[label],
-                          "share_of_peak": mean[label]["flop_per_clk_sm"] / peak,
-                          "reasons": "; ".join(sorted({r["reasons"] for r in mine}))})
+        for label, m in mean.items():
+            split.append({"headline": name, "provider": "torch" if label == TORCH else "Triton", **m,
+                          "share_of_peak": m["% of dense peak"] / 100})
         if len(mean) == 2:
             ours, ref = mean[entry["candidate"]], mean[TORCH]
             split.append({"headline": name, "provider": "Triton / torch", "tflops": ours["tflops"] / ref["tflops"],

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from worklog_gen.kit.power import SMI_FIELDS, TENSOR_FLOP_PER_CLK_SM, flop_per_clock, parse_smi, reason_names, sustained
+from worklog_gen.kit.power import (SMI_FIELDS, TENSOR_FLOP_PER_CLK_SM, clock_split, flop_per_clock, parse_smi,
+                                   reason_names, sustained)
 
 
 def test_smi_samples_are_parsed_and_broken_lines_skipped():
@@ -42,3 +43,23 @@ def test_sustained_says_none_without_nvidia_smi(monkeypatch):
     pytest.importorskip("torch")
     monkeypatch.setattr("shutil.which", lambda name: None)
     assert sustained(lambda: None) is None
+
+
+def test_clock_split_means_each_provider_over_its_runs_and_skips_unsampled_ones():
+    # two providers, the order baseline, kernel, kernel, baseline; the last run gets no samples
+    samples = iter([{"ms": 2.0, "sm_mhz": 1500, "power_w": 700, "temp_c": 60, "reasons": 0x4, "samples": 40, "calls": 900},
+                    {"ms": 1.0, "sm_mhz": 1800, "power_w": 690, "temp_c": 61, "reasons": 0x0, "samples": 40, "calls": 1800},
+                    {"ms": 1.0, "sm_mhz": 1600, "power_w": 710, "temp_c": 62, "reasons": 0x4, "samples": 40, "calls": 1800},
+                    None])
+    flops = 1e12  # 1 TFLOP a call: 500 TFLOP/s at 2 ms, 1000 at 1 ms
+    rows, means = clock_split({"cudnn": None, "triton": None}, ["cudnn", "triton", "triton", "cudnn"], flops, 132,
+                              measure=lambda fn: next(samples))
+    assert [(r["provider"], r["run"]) for r in rows] == [("cudnn", 0), ("triton", 1), ("triton", 2)]
+    assert rows[0]["tflops"] == pytest.approx(500) and rows[0]["pj_per_flop"] == pytest.approx(1.4)
+    assert rows[0]["reasons"] == "SW power cap"
+    assert means["triton"]["tflops"] == pytest.approx(1000) and means["triton"]["sm_mhz"] == pytest.approx(1700)
+    per_clock = (flop_per_clock(1000, 1800, 132) + flop_per_clock(1000, 1600, 132)) / 2
+    assert means["triton"]["flop_per_clk_sm"] == pytest.approx(per_clock)
+    assert means["triton"]["% of dense peak"] == pytest.approx(100 * per_clock / 4096)
+    assert means["triton"]["reasons"] == "SW power cap"
+    assert clock_split({"x": None}, ["x"], flops, 132, measure=lambda fn: None) == ([], {})

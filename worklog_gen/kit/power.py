@@ -123,3 +123,36 @@ def sustained(fn: Callable[[], object], seconds: float = SUSTAIN_S, interval_ms:
             "sm_mhz": statistics.median(s["sm_mhz"] for s in inside),
             "power_w": statistics.median(s["power_w"] for s in inside),
             "temp_c": statistics.median(s["temp_c"] for s in inside), "reasons": mask}
+
+
+def clock_split(runs: dict[str, Callable[[], object]], order: list[str], flops: float, sms: int,
+                dtype: str = "bf16", measure: Callable[[Callable[[], object]], dict | None] = sustained,
+                ) -> tuple[list[dict], dict[str, dict]]:
+    """:func:`sustained` runs of ``runs[name]`` for each name in ``order`` (baseline, kernel, kernel,
+    baseline, so that slow drift cancels), each call doing ``flops`` FLOPs on ``sms`` SMs.
+
+    Returns ``(rows, means)``. One row per run that ``nvidia-smi`` sampled: ``provider``, ``run``
+    (its index in ``order``), ``tflops``, ``sm_mhz``, ``power_w``, ``temp_c``, ``flop_per_clk_sm``
+    (:func:`flop_per_clock`), ``pj_per_flop`` (W per TFLOP/s), ``reasons`` (names), ``samples`` and
+    ``calls``. ``means[provider]``: the mean of its rows' numbers, ``% of dense peak`` (FLOP per SM
+    per clock over :data:`TENSOR_FLOP_PER_CLK_SM` ``[dtype]``) and its distinct reasons. Both are
+    empty where ``nvidia-smi`` is missing or gave no sample.
+    """
+    rows = []
+    for i, name in enumerate(order):
+        s = measure(runs[name])
+        if s is None:
+            continue
+        tf = flops / s["ms"] / 1e9
+        rows.append({"provider": name, "run": i, "tflops": tf, "sm_mhz": s["sm_mhz"], "power_w": s["power_w"],
+                     "temp_c": s["temp_c"], "flop_per_clk_sm": flop_per_clock(tf, s["sm_mhz"], sms),
+                     "pj_per_flop": s["power_w"] / tf, "reasons": ", ".join(reason_names(s["reasons"])),
+                     "samples": s["samples"], "calls": s["calls"]})
+    means = {}
+    for name in dict.fromkeys(r["provider"] for r in rows):
+        mine = [r for r in rows if r["provider"] == name]
+        means[name] = {key: statistics.fmean(r[key] for r in mine)
+                       for key in ("tflops", "sm_mhz", "power_w", "flop_per_clk_sm", "pj_per_flop")}
+        means[name]["% of dense peak"] = 100 * means[name]["flop_per_clk_sm"] / TENSOR_FLOP_PER_CLK_SM[dtype]
+        means[name]["reasons"] = "; ".join(sorted({r["reasons"] for r in mine if r["reasons"]}))
+    return rows, means
