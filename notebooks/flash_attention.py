@@ -32,7 +32,7 @@
 # - how far a Triton kernel gets against cuDNN and FlashAttention-2, and what the gap is made of.
 
 # %% tags=["hide-input"] summary="Imports and settings"
-import math, statistics  # noqa: E401
+import math
 
 import torch
 import triton
@@ -46,7 +46,7 @@ from worklog_gen.kit.markdown import prose, table
 from worklog_gen.kit.measure import bench, gpu_info, measure_ceilings, tflops
 from worklog_gen.kit.notebook import headline, interpret_mode, save_data
 from worklog_gen.kit.paired import paired_ratio
-from worklog_gen.kit.power import TENSOR_FLOP_PER_CLK_SM, flop_per_clock, reason_names, sustained
+from worklog_gen.kit.power import clock_split
 from worklog_gen.kit.roofline import RooflinePoint, save_roofline
 
 TOPIC = "flash-attention"
@@ -248,20 +248,28 @@ def attention_fwd_pointers(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr,  # (B*H, N, HEAD
 # descriptors let Triton 3.6 **warp-specialize** the key loop (`tl.range(..., warp_specialize=True)`),
 # as Triton's own fused-attention tutorial does: one warp group only issues TMA loads, and one or
 # two consumer groups of 64 rows each only compute, handing buffers over through barriers. The
-# pass takes `num_warps = 4` and one loop with no `tl.dot` outside it: the causal kernel takes it
-# only as **one loop masking every block**, its mask an offset compared with a scalar (`q0 - start_n`),
-# for the reason in section 5's note.
+# pass takes `num_warps = 4` and one loop with no `tl.dot` outside it, so the causal kernel cannot
+# peel off its diagonal block: its one loop **masks every block** (a compare and a select per score,
+# an offset against a scalar for the reason in section 5's note) or, with `BLOCK_N = BLOCK_M`,
+# **adds the mask through the dot**: `tl.dot(q, k.T, acc)` starts from `acc`, here -1e30 above the
+# diagonal times a flag that is 1 only at `start_n == q0`, one multiply per score.
 
 # %%
 @triton.jit
 def _keys_tma(acc, l_i, m_i, q, k_desc, v_desc, q0, lo, hi, n, qk_scale, BLOCK_M: tl.constexpr,
               BLOCK_N: tl.constexpr, CAUSAL_MASK: tl.constexpr, BOUNDS_MASK: tl.constexpr,
-              NUM_STAGES: tl.constexpr, WARP_SPECIALIZE: tl.constexpr):
-    """Keys lo..hi for the queries q0..q0 + BLOCK_M; each mask compares an offset with a scalar."""
+              NUM_STAGES: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, ADDITIVE_MASK: tl.constexpr = False):
+    """Keys lo..hi for the queries q0..q0 + BLOCK_M; each mask compares an offset with a scalar. ADDITIVE_MASK
+    (BLOCK_N == BLOCK_M): the dot starts from -1e30 above the diagonal at start_n == q0 (-inf * 0 is NaN)."""
     offs_m, offs_n = tl.arange(0, BLOCK_M), tl.arange(0, BLOCK_N)  # offsets within the tile
+    if ADDITIVE_MASK:
+        diagonal = tl.where(offs_n[None, :] > offs_m[:, None], -1.0e30, 0.0)  # (BLOCK_M, BLOCK_N), loop-invariant
     for start_n in tl.range(lo, hi, BLOCK_N, num_stages=NUM_STAGES, warp_specialize=WARP_SPECIALIZE):
         k = k_desc.load([start_n, 0])  # (BLOCK_N, HEAD_DIM); rows past n are zeros
-        s = tl.dot(q, k.T)  # (BLOCK_M, BLOCK_N) fp32, unscaled
+        if ADDITIVE_MASK:  # one multiply per score, before the dot, instead of a compare and a select after it
+            s = tl.dot(q, k.T, diagonal * (start_n == q0).to(tl.float32))
+        else:
+            s = tl.dot(q, k.T)  # (BLOCK_M, BLOCK_N) fp32, unscaled
         if CAUSAL_MASK:  # key index <= query index
             s = tl.where(offs_n[None, :] - offs_m[:, None] <= q0 - start_n, s, float("-inf"))
         if BOUNDS_MASK:  # a ragged N: the zero rows past it must not count
@@ -274,7 +282,7 @@ def _keys_tma(acc, l_i, m_i, q, k_desc, v_desc, q0, lo, hi, n, qk_scale, BLOCK_M
 @triton.jit
 def _tile_tma(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, qk_scale, n, bh, start_m, HEAD_DIM: tl.constexpr,
               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, EVEN_N: tl.constexpr,
-              NUM_STAGES: tl.constexpr, WARP_SPECIALIZE: tl.constexpr):
+              NUM_STAGES: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, ADDITIVE_MASK: tl.constexpr):
     """One (BLOCK_M queries, head bh) tile: its descriptors, its key loops, O and the log-sum-exp."""
     head = bh.to(tl.int64) * n * HEAD_DIM
     q_desc = tl.make_tensor_descriptor(q_ptr + head, [n, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_M, HEAD_DIM])
@@ -286,9 +294,9 @@ def _tile_tma(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, qk_scale, n, bh, start_m, HEA
     m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
-    if CAUSAL and WARP_SPECIALIZE:  # one loop, every block masked
+    if CAUSAL and WARP_SPECIALIZE:  # one loop: every block masked, or the mask added to the diagonal block's dot
         acc, l_i, m_i = _keys_tma(acc, l_i, m_i, q, k_desc, v_desc, q0, 0, tl.minimum(q0 + BLOCK_M, n), n, qk_scale,
-                                  BLOCK_M, BLOCK_N, True, not EVEN_N, NUM_STAGES, True)
+                                  BLOCK_M, BLOCK_N, not ADDITIVE_MASK, not EVEN_N, NUM_STAGES, True, ADDITIVE_MASK)
     elif CAUSAL:  # the blocks below the diagonal unmasked, then the diagonal block
         acc, l_i, m_i = _keys_tma(acc, l_i, m_i, q, k_desc, v_desc, q0, 0, q0, n, qk_scale, BLOCK_M, BLOCK_N,
                                   False, False, NUM_STAGES, False)
@@ -306,11 +314,11 @@ def _tile_tma(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, qk_scale, n, bh, start_m, HEA
 def attention_fwd_tma(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, qk_scale, n,  # as attention_fwd_pointers
                       HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                       CAUSAL: tl.constexpr, EVEN_N: tl.constexpr, NUM_STAGES: tl.constexpr,
-                      WARP_SPECIALIZE: tl.constexpr, REVERSE: tl.constexpr):
+                      WARP_SPECIALIZE: tl.constexpr, REVERSE: tl.constexpr, ADDITIVE_MASK: tl.constexpr):
     # causal: the longest rows first, so that the last wave holds the short ones
     start_m = tl.num_programs(0) - 1 - tl.program_id(0) if REVERSE else tl.program_id(0)
     _tile_tma(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, qk_scale, n, tl.program_id(1), start_m, HEAD_DIM, BLOCK_M,
-              BLOCK_N, CAUSAL, EVEN_N, NUM_STAGES, WARP_SPECIALIZE)
+              BLOCK_N, CAUSAL, EVEN_N, NUM_STAGES, WARP_SPECIALIZE, ADDITIVE_MASK)
 
 
 # %% [markdown]
@@ -323,24 +331,25 @@ def attention_fwd_tma(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, qk_scale, n,  # as at
 def attention_fwd_persistent(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, qk_scale, n, bh_total,  # as version 2; B*H
                              HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                              CAUSAL: tl.constexpr, EVEN_N: tl.constexpr, NUM_STAGES: tl.constexpr,
-                             WARP_SPECIALIZE: tl.constexpr, REVERSE: tl.constexpr):
+                             WARP_SPECIALIZE: tl.constexpr, REVERSE: tl.constexpr, ADDITIVE_MASK: tl.constexpr):
     tiles_m = tl.cdiv(n, BLOCK_M)
     for tile in tl.range(tl.program_id(0), tiles_m * bh_total, tl.num_programs(0)):
         start_m = tiles_m - 1 - tile // bh_total if REVERSE else tile % tiles_m  # causal: longest rows first
         bh = tile % bh_total if REVERSE else tile // tiles_m
         _tile_tma(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, qk_scale, n, bh, start_m, HEAD_DIM, BLOCK_M, BLOCK_N,
-                  CAUSAL, EVEN_N, NUM_STAGES, WARP_SPECIALIZE)
+                  CAUSAL, EVEN_N, NUM_STAGES, WARP_SPECIALIZE, ADDITIVE_MASK)
 
 
 # %% tags=["hide-input"] summary="The launcher: checks, the output and log-sum-exp, the grid"
 def attention_forward(q, k, v, causal: bool = False, *, version: str = "tma", BLOCK_M: int = 128,
                       BLOCK_N: int = 64, num_warps: int = 4, num_stages: int = 2, warp_specialize: bool = False,
-                      reverse: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+                      reverse: bool = False, additive_mask: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """softmax(Q K^T / sqrt(d)) V at one configuration: O (B, H, N, d) like q, and the log-sum-exp
     (B, H, N) fp32 of each query row, log2 of sum_j 2^(s_ij log2(e) / sqrt(d)). q, k, v: (B, H, N, d),
     contiguous, one dtype (bf16, fp16; fp32 under the interpreter), d a power of two in 16..256.
     version: "pointers", "tma" or "persistent" (one program per SM); BLOCK_N divides BLOCK_M;
-    warp_specialize and reverse (causal: the longest rows first) as in the text, for the last two.
+    warp_specialize, reverse (causal: the longest rows first) and additive_mask (causal, warp-specialized,
+    BLOCK_M == BLOCK_N: the mask through the dot's accumulator) as in the text, for the last two.
     Raises ValueError on bad inputs."""
     if q.shape != k.shape or q.shape != v.shape or len({q.dtype, k.dtype, v.dtype}) > 1 or q.dim() != 4:
         raise ValueError(f"q, k, v must be (B, H, N, d) of one dtype: {q.shape} {k.shape} {v.shape}")
@@ -359,12 +368,14 @@ def attention_forward(q, k, v, causal: bool = False, *, version: str = "tma", BL
                     NUM_STAGES=num_stages, num_warps=num_warps, num_stages=num_stages)
         if version == "pointers":
             attention_fwd_pointers[grid](*args, **meta)
-        elif version == "tma":
-            attention_fwd_tma[grid](*args, **meta, WARP_SPECIALIZE=warp_specialize, REVERSE=reverse)
         else:
-            sms = torch.cuda.get_device_properties(q.device).multi_processor_count if GPU else 3
-            attention_fwd_persistent[(min(sms, grid[0] * grid[1]),)](*args, B * H, **meta,
-                                                                     WARP_SPECIALIZE=warp_specialize, REVERSE=reverse)
+            meta.update(WARP_SPECIALIZE=warp_specialize, REVERSE=reverse,
+                        ADDITIVE_MASK=causal and warp_specialize and additive_mask and BLOCK_M == BLOCK_N)
+            if version == "tma":
+                attention_fwd_tma[grid](*args, **meta)
+            else:
+                sms = torch.cuda.get_device_properties(q.device).multi_processor_count if GPU else 3
+                attention_fwd_persistent[(min(sms, grid[0] * grid[1]),)](*args, B * H, **meta)
     return o, lse
 
 
@@ -378,7 +389,7 @@ def attention_forward(q, k, v, causal: bool = False, *, version: str = "tma", BL
 # %% tags=["hide-cell"] summary="Check every version against naive attention in fp32"
 CHECK_CFG = dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=2) if GPU else \
     dict(BLOCK_M=32, BLOCK_N=16, num_warps=4, num_stages=1)
-WS_CFG = dict(BLOCK_M=128, BLOCK_N=128, num_warps=4, num_stages=2) if GPU else CHECK_CFG  # two consumer groups
+WS_CFG = dict(BLOCK_M=128, BLOCK_N=128, num_warps=4, num_stages=2) if GPU else {**CHECK_CFG, "BLOCK_N": 32}  # additive mask
 CHECKS = [dict(version="pointers", **CHECK_CFG), dict(version="tma", **CHECK_CFG),
           dict(version="tma", warp_specialize=True, **WS_CFG), dict(version="persistent", warp_specialize=True, **WS_CFG)]
 CHECK_N = (1000, 3001) if GPU else (1, 100, 257)
@@ -503,8 +514,10 @@ flash = lambda q, k, v, causal: flash_forward(q, k, v, causal)[0]  # noqa: E731
 # What each step buys: tuning the pointer kernel's blocks is the largest single gain. Descriptors alone do
 # not beat it (Triton already pipelines its loads as `cp.async` copies), but warp specialization needs them: one
 # warp group loads while two compute. Persistence hides each tile's prologue and epilogue behind a
-# neighbour's. Causal: the longest rows first shorten the last wave; the persistent kernel walks all 64 heads'
-# longest rows at once, so its 132 tiles share no $K$, $V$ in L2 (one head at a time, it tied version 2).
+# neighbour's. Causal: the longest rows first shorten the last wave; a compare and a select in every block
+# ate most of what warp specialization gained; added through the dot, the mask costs about 1 % (a scratch run
+# with no mask at all). The persistent kernel walks all 64 heads' longest rows at once, so its 132
+# tiles share no $K$, $V$ in L2 (one head at a time, it tied version 2).
 
 # %% tags=["hide-input"] summary="Pair every version, and FlexAttention, with cuDNN"
 def tuned(d: int, causal: bool, version: str, warp_specialize: bool = False) -> dict | None:
@@ -528,8 +541,10 @@ if GPU:
              (True, "1. pointers, tuned", tuned(d, True, "pointers")),
              (True, "2. descriptors made in the kernel", tuned(d, True, "tma") and {**tuned(d, True, "tma"), "reverse": False}),
              (True, "3. + the longest rows first", tuned(d, True, "tma")),
-             (True, "4. one warp-specialized loop, every block masked", tuned(d, True, "tma", True)),
-             (True, "5. + persistent", tuned(d, True, "persistent", True))]
+             (True, "4. one warp-specialized loop, every block masked",
+              tuned(d, True, "tma", True) and {**tuned(d, True, "tma", True), "additive_mask": False}),
+             (True, "5. + the mask added through the dot", tuned(d, True, "tma", True)),
+             (True, "6. + persistent", tuned(d, True, "persistent", True))]
     steps += [(causal, "peer: FlexAttention (Triton, from torch)", "flex") for causal in (False, True)]
     for causal, step, cfg in [s for s in steps if s[2]]:  # (checked in the tuning run, FlexAttention in section 7)
         run = (lambda: flex_attention(q, k, v, causal)) if cfg == "flex" else lambda cfg=cfg: attention_forward(q, k, v, causal, **cfg)
@@ -669,25 +684,10 @@ if GPU:
 power_rows, mean = [], {}
 if GPU:
     q, k, v = (torch.randn(b, h, n, d, device=DEVICE, dtype=torch.bfloat16) for _ in range(3))
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
     runs = {fastest: lambda: sdpa(BACKENDS[fastest])(q, k, v, False), "triton flash": lambda: flash(q, k, v, False)}
-    for i, name in enumerate([fastest, "triton flash", "triton flash", fastest]):
-        s = sustained(runs[name])
-        if s is None:
-            print("clock and power: nvidia-smi gave no samples; skipped")
-            break
-        tf = tflops(flops_full, s["ms"])
-        power_rows.append({"provider": name, "run": i, "tflops": tf, "sm_mhz": s["sm_mhz"], "power_w": s["power_w"],
-                           "temp_c": s["temp_c"], "flop_per_clk_sm": flop_per_clock(tf, s["sm_mhz"], sms),
-                           "pj_per_flop": s["power_w"] / tf, "reasons": ", ".join(reason_names(s["reasons"])),
-                           "samples": s["samples"], "calls": s["calls"]})
+    power_rows, mean = clock_split(runs, [fastest, "triton flash", "triton flash", fastest], flops_full,
+                                   torch.cuda.get_device_properties(0).multi_processor_count)
     save_data("power.csv", power_rows)
-    for name in dict.fromkeys(r["provider"] for r in power_rows):
-        mine = [r for r in power_rows if r["provider"] == name]
-        mean[name] = {key: statistics.fmean(r[key] for r in mine)
-                      for key in ("tflops", "sm_mhz", "power_w", "flop_per_clk_sm", "pj_per_flop")}
-        mean[name]["% of dense peak"] = 100 * mean[name]["flop_per_clk_sm"] / TENSOR_FLOP_PER_CLK_SM["bf16"]
-        mean[name]["reasons"] = "; ".join(sorted({r["reasons"] for r in mine}))
     display(table([{"provider": name, **m} for name, m in mean.items()],
                   formats={"tflops": ".0f", "sm_mhz": ".0f", "power_w": ".0f", "flop_per_clk_sm": ".0f",
                            "pj_per_flop": ".2f", "% of dense peak": ".0f"},
@@ -982,7 +982,7 @@ if GPU:
         f"{fastest}, in pairs. In fp16, {tflops(flops_full, fp16_pair.candidate_ms):.0f} TFLOP/s.\n"
         f"- **Steps, not causal (TFLOP/s, section 6):** {walk('none')}.\n"
         f"- **Causal:** {causal_tf:.0f} TFLOP/s, {causal_pair.ratio:.2f}× FlashAttention-2; steps: {walk('causal')}. "
-        "Warp specialization needs the one loop, and then every block pays for the mask, not just the diagonal.\n"
+        "Warp specialization needs one loop, so every block carries the mask: one multiply per score.\n"
         + "".join(f"- **FlexAttention** ({'causal' if m == 'causal' else 'not causal'}), the Triton kernel torch "
                   f"generates: {r['TFLOP/s']:.0f} TFLOP/s, {r['% of cuDNN']:.0f} % of cuDNN.\n" for m, r in peer.items())
         + (f"- **The gap to {fastest}:** under the power cap the kernel ran at {ours['sm_mhz']:.0f} MHz and "
@@ -991,7 +991,7 @@ if GPU:
            f"{ours['flop_per_clk_sm'] / ref['flop_per_clk_sm']:.3f}: the kernel keeps the tensor cores "
            f"{ours['% of dense peak']:.0f} % busy per clock against {ref['% of dense peak']:.0f} %. What cuDNN does "
            "that Triton 3.6 does not on Hopper is overlap one warp group's softmax with the other's matmuls "
-           "(FlashAttention-3's ping-pong) and move registers from the loading warps to the computing ones.\n"
+           "(FlashAttention-3's ping-pong); both already move registers from the loading warps to the computing ones.\n"
            if ours else "")
         + f"- **Backward:** {tflops(2.5 * attention_flops(b, h, n, d, False), bwd_pair.candidate_ms):.0f} TFLOP/s, "
         f"{bwd_pair.ratio:.2f}× FlashAttention-2's backward, in pairs; the prediction held: its fraction of the roof "

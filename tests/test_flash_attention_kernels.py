@@ -12,6 +12,7 @@ definition, the backward kernels match autograd at a length no block divides and
 from __future__ import annotations
 
 import ast
+import json
 from pathlib import Path
 
 import pytest
@@ -58,6 +59,11 @@ results["blocks"] = [forward(q, k, v, False, version=version, BLOCK_M=bm, BLOCK_
 results["reverse"] = [forward(q, k, v, True, version=version, BLOCK_M=32, BLOCK_N=16, num_stages=1, reverse=rev,
                               warp_specialize=ws)[0]
                       for version in ("tma", "persistent") for rev in (False, True) for ws in (False, True)]
+# the causal mask added through the dot (BLOCK_N == BLOCK_M) and compared in every block, against naive
+results["additive"] = ([forward(q, k, v, True, version=version, BLOCK_M=bm, BLOCK_N=bm, num_stages=1, reverse=True,
+                                warp_specialize=True, additive_mask=additive)[0]
+                        for version in ("tma", "persistent") for bm in (16, 32) for additive in (True, False)],
+                       naive(q, k, v, True))
 # the persistent version with more tiles than programs (3 under the interpreter), several heads, ragged N
 q3, k3, v3 = (torch.randn(2, 3, 77, 32) for _ in range(3))
 results["persistent"] = [(forward(q3, k3, v3, causal, version="persistent", BLOCK_M=16, BLOCK_N=16, num_stages=1,
@@ -109,6 +115,53 @@ def test_the_result_depends_on_neither_the_blocks_nor_the_version(interpreted):
 def test_the_causal_order_and_the_one_masked_loop_give_the_same_result(interpreted):
     first, *rest = interpreted["reverse"]
     assert len(rest) == 7 and all((first - r).abs().max().item() < 1e-6 for r in rest)
+
+
+@pytest.mark.notebook
+def test_the_mask_added_through_the_dot_is_the_causal_mask_at_a_ragged_length(interpreted):
+    outs, expected = interpreted["additive"]
+    assert len(outs) == 8 and all((out - expected).abs().max().item() < 1e-5 for out in outs)
+
+
+AOT = r'''
+import ast, json, sys
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+tree = ast.parse(open(sys.argv[1]).read())
+keep = [n for n in tree.body if isinstance(n, ast.FunctionDef) and any("triton.jit" in ast.unparse(d) for d in n.decorator_list)]
+ns = {"__name__": "flash_attention_kernels"}
+exec(compile(ast.Module(body=[ast.parse("import triton, triton.language as tl").body[0]] + keep, type_ignores=[]),
+             sys.argv[1], "exec"), ns)
+out = {}
+for additive in (False, True):
+    sig = {name: "*bf16" for name in ("q_ptr", "k_ptr", "v_ptr", "o_ptr")} | {"lse_ptr": "*fp32", "qk_scale": "fp32", "n": "i32"}
+    consts = dict(HEAD_DIM=128, BLOCK_M=128, BLOCK_N=128, CAUSAL=True, EVEN_N=True, NUM_STAGES=2,
+                  WARP_SPECIALIZE=True, REVERSE=True, ADDITIVE_MASK=additive)
+    kernel = triton.compile(ASTSource(fn=ns["attention_fwd_tma"], signature=sig | {k: "constexpr" for k in consts},
+                                      constexprs=consts), target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4, num_stages=2))
+    ptx = kernel.asm["ptx"]
+    out[str(additive)] = {"ws": "ttg.warp_specialize" in kernel.asm["ttgir"], "selp": ptx.count("selp.f32"),
+                          "wgmma": "wgmma.mma_async" in ptx}
+print(json.dumps(out))
+'''
+
+
+def test_the_causal_kernel_for_hopper_adds_its_mask_through_the_dot_and_stays_warp_specialized():
+    """Compiled for sm_90 (no GPU needed): both masks keep warp specialization, and the added one drops
+    the select per score (64 of each consumer thread's 128x128 / 256 scores)."""
+    pytest.importorskip("triton")
+    import os, subprocess, sys  # noqa: E401
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    result = subprocess.run([sys.executable, "-c", AOT, str(NOTEBOOK)], env=env, capture_output=True, text=True, timeout=600)
+    if result.returncode != 0 and ("ptxas" in result.stderr or "No module named" in result.stderr):
+        pytest.skip(f"no sm_90 code generation here: {result.stderr.strip().splitlines()[-1]}")
+    assert result.returncode == 0, result.stderr[-4000:]
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    select, added = out["False"], out["True"]
+    assert select["ws"] and added["ws"] and select["wgmma"] and added["wgmma"]
+    assert select["selp"] - added["selp"] >= 64
 
 
 @pytest.mark.notebook
