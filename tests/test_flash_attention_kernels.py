@@ -3,16 +3,21 @@
 Under ``TRITON_INTERPRET=1`` (fp32: the interpreter has no bf16): one query attends to one
 key (the output is that value), a causal first row attends only to itself, the result depends
 on neither the block sizes nor the version (pointers, descriptors, persistent) nor the order of
-the causal programs nor the one masked loop that warp specialization takes, a persistent
-program walks tiles of several heads at a ragged length, the saved log-sum-exp is its
+the causal programs nor the one masked loop that warp specialization takes, the causal mask
+added through the dot is the causal mask, a persistent program walks tiles of several heads at
+a ragged length, the saved log-sum-exp is its
 definition, the backward kernels match autograd at a length no block divides and
-``loss.backward()`` works, and bad input is a clear error. On the host: the FLOP and byte model.
+``loss.backward()`` works, and bad input is a clear error. On the host: the FLOP and byte model,
+and the causal kernel compiled for sm_90.
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -152,7 +157,6 @@ def test_the_causal_kernel_for_hopper_adds_its_mask_through_the_dot_and_stays_wa
     """Compiled for sm_90 (no GPU needed): both masks keep warp specialization, and the added one drops
     the select per score (64 of each consumer thread's 128x128 / 256 scores)."""
     pytest.importorskip("triton")
-    import os, subprocess, sys  # noqa: E401
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     result = subprocess.run([sys.executable, "-c", AOT, str(NOTEBOOK)], env=env, capture_output=True, text=True, timeout=600)
     if result.returncode != 0 and ("ptxas" in result.stderr or "No module named" in result.stderr):
