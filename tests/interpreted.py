@@ -1,4 +1,5 @@
-"""Running a notebook's Triton launchers under ``TRITON_INTERPRET=1`` for the kernel tests.
+"""Running a notebook's Triton launchers under ``TRITON_INTERPRET=1`` for the kernel tests, and
+compiling its kernels for sm_90 (:func:`run_for_sm90`).
 
 Triton decides at import whether ``@triton.jit`` interprets, and other tests import it
 without the interpreter, so the notebook runs in a child process started with
@@ -9,6 +10,7 @@ results come back through ``torch.save``, and the assertions are made in the tes
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -58,3 +60,19 @@ def run_interpreted(notebook: Path, body: str, folder: Path) -> dict:
                             env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
     return torch.load(folder / "results.pt", weights_only=False)
+
+
+def run_for_sm90(script: str, *args: str, **env: str) -> dict:
+    """Run ``script`` (Python that compiles kernels with ``triton.compile`` for an sm_90 target and
+    prints a JSON object as its last line) in a child process without the interpreter; return that
+    object. No GPU is needed: Triton ships its own ``ptxas``. Skips where this Triton cannot generate
+    sm_90 code; fails the test, with the child's stderr, on any other error."""
+    pytest.importorskip("triton")
+    child = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    child["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    result = subprocess.run([sys.executable, "-c", script, *args], env={**child, **env},
+                            capture_output=True, text=True, timeout=600)
+    if result.returncode != 0 and ("ptxas" in result.stderr or "No module named" in result.stderr):
+        pytest.skip(f"no sm_90 code generation here: {result.stderr.strip().splitlines()[-1]}")
+    assert result.returncode == 0, result.stderr[-4000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])

@@ -14,15 +14,11 @@ and the causal kernel compiled for sm_90.
 from __future__ import annotations
 
 import ast
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from interpreted import run_interpreted
+from interpreted import run_for_sm90, run_interpreted
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "flash_attention.py"
@@ -156,13 +152,7 @@ print(json.dumps(out))
 def test_the_causal_kernel_for_hopper_adds_its_mask_through_the_dot_and_stays_warp_specialized():
     """Compiled for sm_90 (no GPU needed): both masks keep warp specialization, and the added one drops
     the select per score (64 of each consumer thread's 128x128 / 256 scores)."""
-    pytest.importorskip("triton")
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    result = subprocess.run([sys.executable, "-c", AOT, str(NOTEBOOK)], env=env, capture_output=True, text=True, timeout=600)
-    if result.returncode != 0 and ("ptxas" in result.stderr or "No module named" in result.stderr):
-        pytest.skip(f"no sm_90 code generation here: {result.stderr.strip().splitlines()[-1]}")
-    assert result.returncode == 0, result.stderr[-4000:]
-    out = json.loads(result.stdout.strip().splitlines()[-1])
+    out = run_for_sm90(AOT, str(NOTEBOOK))
     select, added = out["False"], out["True"]
     assert select["ws"] and added["ws"] and select["wgmma"] and added["wgmma"]
     assert select["selp"] - added["selp"] >= 64

@@ -23,17 +23,13 @@ processes (:mod:`interpreted`); the assertions are made here.
 from __future__ import annotations
 
 import ast
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from interpreted import run_interpreted
+from interpreted import run_for_sm90, run_interpreted
 
 REPO = Path(__file__).resolve().parents[1]
 TILED = REPO / "notebooks" / "tiled_matmul.py"
@@ -61,12 +57,6 @@ def top_level(notebook: Path, names: set[str], *, cpu: bool) -> dict:
     body = [n for n in body if not (isinstance(n, ast.Assign) and ast.unparse(n).startswith("CPU ="))]
     exec(compile(ast.Module(body=body, type_ignores=[]), str(notebook), "exec"), namespace)
     return namespace
-
-
-def child_env(**extra) -> dict:
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
-    return {**env, **extra}
 
 
 CHILD = r'''
@@ -329,13 +319,7 @@ print(json.dumps({" ".join(k): v for k, v in out.items()}))
 
 @pytest.fixture(scope="module")
 def sm90() -> dict:
-    pytest.importorskip("triton")
-    result = subprocess.run([sys.executable, "-c", AOT, str(TILED), str(PERSISTENT)], env=child_env(TRITON_DEFAULT_FP_FUSION="1"),
-                            capture_output=True, text=True, timeout=600)
-    if result.returncode != 0 and ("ptxas" in result.stderr or "No module named" in result.stderr):
-        pytest.skip(f"no sm_90 code generation here: {result.stderr.strip().splitlines()[-1]}")
-    assert result.returncode == 0, result.stderr[-4000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return run_for_sm90(AOT, str(TILED), str(PERSISTENT), TRITON_DEFAULT_FP_FUSION="1")
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp32"])
