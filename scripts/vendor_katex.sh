@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Vendor KaTeX into docs/assets/katex/ so that math renders from the site itself
+# Vendor KaTeX into worklog_gen/site/static/katex/ (package data) so that math renders from the site itself
 # (offline, and in the browser tests), never from a CDN.
 #
 # What it does, reproducibly:
@@ -8,7 +8,7 @@
 #   3. it keeps katex.min.js, katex.min.css, the woff2 fonts and KaTeX's LICENSE;
 #   4. it drops the woff/ttf fallbacks from the stylesheet's @font-face rules, since
 #      only woff2 is shipped (every browser that runs KaTeX reads woff2).
-# The init script that renders arithmatex's output is ours: docs/javascripts/katex.js.
+# The init script that renders arithmatex's output is ours: worklog_gen/site/static/katex.js.
 #
 # Usage: scripts/vendor_katex.sh   (from anywhere; needs npm, tar, sha256sum, sed)
 set -euo pipefail
@@ -17,7 +17,7 @@ VERSION=0.19.1
 SHA256=24da5a599eb2fcede2e270b99a6ff48bca816beecc95feeb84e8cccbd1bb34fd  # katex-0.19.1.tgz
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
-dest="$root/docs/assets/katex"
+dest="$root/worklog_gen/site/static/katex"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 

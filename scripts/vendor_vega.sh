@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Vendor vega, vega-lite and vega-embed into docs/assets/vega/ so that charts draw from the
+# Vendor vega, vega-lite and vega-embed into worklog_gen/site/static/vega/ (package data) so that charts draw from the
 # site itself (offline, and in the browser tests), never from a CDN.
 #
 # What it does, reproducibly:
@@ -10,7 +10,7 @@
 # The versions are the ones Altair 5.5 writes specs for (altair.vegalite.v5.display:
 # VEGA_VERSION 5, VEGALITE_VERSION 5.20.1, VEGAEMBED_VERSION 6), and the Vega-Lite release
 # vl-convert renders the SVG fallbacks with (worklog_gen.charts.VEGALITE_VERSION).
-# The script that draws the charts on the pages is ours: docs/javascripts/charts.js.
+# The script that draws the charts on the pages is ours: worklog_gen/site/static/charts.js.
 #
 # Usage: scripts/vendor_vega.sh   (from anywhere; needs npm, tar, sha256sum)
 set -euo pipefail
@@ -22,7 +22,7 @@ PACKAGES=(
 )
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
-dest="$root/docs/assets/vega"
+dest="$root/worklog_gen/site/static/vega"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 

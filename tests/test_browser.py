@@ -315,11 +315,11 @@ def test_chart_scripts_fit_the_budget_and_load_once(site):
     loaded by charts.js on pages with a chart, not by every page."""
     import gzip
 
-    folder = site.root / "assets" / "vega"
+    folder = site.root / "assets" / "worklog-gen" / "vega"
     total = sum(len(gzip.compress(p.read_bytes(), compresslevel=9)) for p in folder.glob("*.min.js"))
     assert 0 < total <= 350 * 1024, f"{total / 1024:.0f} KB gzipped"
     html = (site.root / "index.html").read_text(encoding="utf-8")
-    assert "javascripts/charts.js" in html and "vega.min.js" not in html  # loaded on demand
+    assert "assets/worklog-gen/charts.js" in html and "vega.min.js" not in html  # loaded on demand
 
 
 # --- what a reader does with a chart ------------------------------------------------------
@@ -467,8 +467,8 @@ def test_math_is_rendered_by_katex_served_from_the_site(visits, site):
         assert not math["errors"], f"{name}: KaTeX could not parse: {math['errors']}"
         assert math["katexFonts"] > 0, f"{name}: no KaTeX font loaded"
     html = (site.root / "index.html").read_text(encoding="utf-8")
-    assert 'src="javascripts/katex.js"' in html and "katex.min.js" not in html  # loaded near a formula
-    assert (site.root / "assets" / "katex" / "katex.min.js").is_file()
+    assert 'src="assets/worklog-gen/katex.js"' in html and "katex.min.js" not in html  # loaded near a formula
+    assert (site.root / "assets" / "worklog-gen" / "katex" / "katex.min.js").is_file()
 
 
 def test_screenshots_of_the_first_screens(browser, site):

@@ -20,10 +20,11 @@ from mkdocs.plugins import BasePlugin, event_priority, get_plugin_logger
 from mkdocs.structure.files import File, Files, InclusionLevel, file_sort_key
 from mkdocs.utils import get_build_datetime, get_relative_url, nest_paths
 
-from worklog_gen.config import WorklogConfig, check_config
+from worklog_gen.config import WorklogConfig, check_config, read_mkdocs_yml
 from worklog_gen.log import Severity
+from worklog_gen.site import assets, settings
 from worklog_gen.site.layout import FEED
-from worklog_gen.site.generate import GeneratedSite, generate, with_extensions, with_sections
+from worklog_gen.site.generate import GeneratedSite, generate, has_home, with_sections
 
 log = get_plugin_logger(__name__)
 
@@ -37,11 +38,19 @@ class WorklogPlugin(BasePlugin[WorklogConfig]):
     and debugging)."""
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
+        """Bring what the site needs (:mod:`worklog_gen.site.settings`, :mod:`worklog_gen.site.assets`):
+        the markdown extensions the pages are written with, merged with the author's; the
+        scripts and styles, before the author's own (so that theirs win); system fonts unless
+        the author chose a font."""
         path = config.config_file_path
         self.root = Path(path).resolve().parent if path else Path.cwd()  # paths are relative to mkdocs.yml
         self.nav_configured = config.nav is not None
-        # what the generated pages are written with, unless the site has it already
-        config.markdown_extensions[:] = with_extensions(config.markdown_extensions)
+        settings.merge_extensions(config.markdown_extensions, config.mdx_configs)
+        config.extra_css[:0] = [p for p in assets.stylesheet_paths() if p not in config.extra_css]
+        config.extra_javascript[:0] = [p for p in assets.script_paths() if p not in map(str, config.extra_javascript)]
+        theme = read_mkdocs_yml(path).get("theme") if path and Path(path).is_file() else None
+        if not (isinstance(theme, dict) and "font" in theme):
+            config.theme["font"] = False
         check_config(self.config, self.root, config.config_file_path)
         return config
 
@@ -50,7 +59,8 @@ class WorklogPlugin(BasePlugin[WorklogConfig]):
     def on_files(self, files: Files, config: MkDocsConfig) -> Files:
         site = generate(self.config, self.root, site_name=config.site_name, site_url=config.site_url,
                         site_author=config.site_author, use_directory_urls=config.use_directory_urls,
-                        build_date=get_build_datetime().date())
+                        build_date=get_build_datetime().date(),
+                        home_at_root=not has_home(f.src_uri for f in files))
         for message in site.messages:
             (log.warning if message.level is Severity.WARNING else log.info)(message.text)
         in_nav = self._nav(config, files, site)

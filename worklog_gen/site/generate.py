@@ -29,6 +29,7 @@ from mkdocs.exceptions import PluginError
 from worklog_gen.freeze import render
 from worklog_gen.config import UnknownTag, WorklogConfig, read_mkdocs_yml, worklog_folder
 from worklog_gen.paths import inside
+from worklog_gen.site import assets, settings
 from worklog_gen.site import layout as paths
 from worklog_gen.site.feed import atom_feed
 from worklog_gen.site.kernels import kernels_page
@@ -111,8 +112,9 @@ def load_log(cfg: WorklogConfig, root: Path, messages: list[Message], today: dt.
 
 def generate(cfg: WorklogConfig, root: Path, *, site_name: str, site_url: str | None = None,
              site_author: str | None = None, use_directory_urls: bool = True,
-             build_date: dt.date | None = None) -> GeneratedSite:
-    """Make every page and file of the worklog, its topics and the Kernels page.
+             build_date: dt.date | None = None, home_at_root: bool = False) -> GeneratedSite:
+    """Make every page and file of the worklog, its topics and the Kernels page, and the
+    scripts, styles and libraries they need (:func:`worklog_gen.site.assets.static_files`).
 
     Args:
         cfg: the ``worklog`` plugin's options.
@@ -121,6 +123,8 @@ def generate(cfg: WorklogConfig, root: Path, *, site_name: str, site_url: str | 
         use_directory_urls: ``mkdocs.yml``'s; page links follow it.
         build_date: "today" for the countdown and streaks (default: today, or MkDocs'
             ``SOURCE_DATE_EPOCH`` when the caller passes it).
+        home_at_root: the site has no home page of its own (:func:`has_home`): the worklog home
+            is the site's ``index.md``.
 
     Returns:
         The files, the nav sections (worklog, then Kernels or Topics) and the messages.
@@ -136,7 +140,7 @@ def generate(cfg: WorklogConfig, root: Path, *, site_name: str, site_url: str | 
         site.messages.append(Message(Severity.INFO, "worklog: left out of the site, as drafts (draft: true): "
                                      + ", ".join(e.source for e in drafts)))
     ctx = SiteContext(
-        layout=Layout(cfg.url_prefix, use_directory_urls),
+        layout=Layout(cfg.url_prefix, use_directory_urls, home_at_root),
         topic_titles={t.id: t.title for t in cfg.topics},
         entry_topics={e.slug: match_topics(e.body, cfg.topics) for e in worklog.entries},
         old_links=OldSiteLinks(cfg.old_site_url),
@@ -159,8 +163,14 @@ def generate(cfg: WorklogConfig, root: Path, *, site_name: str, site_url: str | 
         site.messages.append(Message(Severity.INFO, message))
     if cfg.feed:
         extra[paths.FEED] = atom_feed(worklog, ctx.layout, title=site_name, site_url=site_url, author=site_author)
-    site.files = {**pages, **extra}
+    site.files = {**pages, **extra, **assets.static_files()}
     return site
+
+
+def has_home(author_pages) -> bool:
+    """Whether the author's docs paths (``index.md``, ``notes/x.md``, ...) include a home page:
+    ``index.md`` or ``README.md`` at the top, which MkDocs serves at the site's root."""
+    return any(src in ("index.md", "README.md") for src in author_pages)
 
 
 def _topic_pages(cfg: WorklogConfig, root: Path, worklog: Worklog, ctx: SiteContext, pages: dict,
@@ -224,28 +234,15 @@ def read_config(mkdocs_yml: Path) -> dict:
     return data
 
 
-MARKDOWN_EXTENSIONS = ("footnotes", "admonition", "pymdownx.details", "attr_list")
-"""What the generated pages are written with, added to a site that lacks them: a post's
-footnotes (``[^1]``), the folds of topic pages (``??? fold "summary"``, a ``<details>``) and the
-size of a chart's image (``{ width="600" height="300" }``)."""
-
-
-def with_extensions(extensions: list) -> list:
-    """``extensions`` (``markdown_extensions`` of ``mkdocs.yml``) with :data:`MARKDOWN_EXTENSIONS`
-    and fenced code (a Hugo highlight block becomes one) added where missing."""
-    names = {e if isinstance(e, str) else next(iter(e)) for e in extensions}
-    added = [e for e in MARKDOWN_EXTENSIONS if e not in names]
-    if not {"fenced_code", "pymdownx.superfences"} & names:
-        added.append("fenced_code")
-    return [*extensions, *added]
-
-
 def engine_config(config: dict, docs_dir: str, nav: list) -> dict:
-    """``config`` (a ``mkdocs.yml``'s data) for an engine that runs no MkDocs plugins: the
-    same theme, extensions (with :func:`with_extensions`), assets and scripts, the ``worklog``
-    plugin removed, ``docs_dir`` set to the generated folder and the whole nav spelled out."""
+    """``config`` (a ``mkdocs.yml``'s data) for an engine that runs no MkDocs plugins: what the
+    plugin's ``on_config`` adds (:mod:`~worklog_gen.site.settings`' extensions and fonts,
+    :mod:`~worklog_gen.site.assets`' styles and scripts) written out, the ``worklog`` plugin removed, ``docs_dir`` set to the generated folder and the whole nav spelled out."""
     config = dict(config)
-    config["markdown_extensions"] = with_extensions(list(config.get("markdown_extensions") or []))
+    config["markdown_extensions"] = settings.with_extensions(list(config.get("markdown_extensions") or []))
+    config["theme"] = settings.without_web_fonts(config.get("theme"))
+    config["extra_css"] = [*assets.stylesheet_paths(), *(config.get("extra_css") or [])]
+    config["extra_javascript"] = [*assets.script_paths(), *(config.get("extra_javascript") or [])]
     config["plugins"] = [p for p in config.get("plugins") or []
                          if not (p == "worklog" or (isinstance(p, dict) and "worklog" in p))]
     config["docs_dir"] = docs_dir

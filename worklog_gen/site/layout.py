@@ -8,7 +8,8 @@ URLs are relative to the site root, as MkDocs writes them with ``use_directory_u
 
 Layout under the site root::
 
-    <url_prefix>/index.md            the worklog home
+    <url_prefix>/index.md            the worklog home (index.md, the site's root, when the
+                                     site has no home page of its own)
     <url_prefix>/reading-list.md     every link
     <url_prefix>/tasks.md            the task report
     <url_prefix>/tags.md             a post's tags (when any entry has tags)
@@ -62,6 +63,8 @@ class Layout:
 
     url_prefix: str = "worklog"
     use_directory_urls: bool = True
+    home_at_root: bool = False
+    """The worklog home is the site's own ``index.md`` (a site with no home page of its own)."""
 
     @property
     def prefix(self) -> str:
@@ -73,7 +76,7 @@ class Layout:
 
     @property
     def home(self) -> str:
-        return self.page("index.md")
+        return "index.md" if self.home_at_root else self.page("index.md")
 
     @property
     def reading_list(self) -> str:
@@ -104,7 +107,8 @@ class Layout:
     def day_href(self, day: dt.date) -> str:
         """The final URL of a day's page relative to the worklog home's URL (for raw HTML and
         chart links, which MkDocs does not rewrite)."""
-        return f"{day.isoformat()}/" if self.use_directory_urls else f"{day.isoformat()}.html"
+        page = f"{day.isoformat()}/" if self.use_directory_urls else f"{day.isoformat()}.html"
+        return f"{self.prefix}/{page}" if self.home_at_root else page
 
     def entry_asset(self, slug: str, parts: list[str]) -> str:
         """Where a post's image is published: in its page's own folder, at the path the post
@@ -113,4 +117,5 @@ class Layout:
 
     @property
     def home_url(self) -> str:
-        return f"{self.prefix}/"
+        """The worklog home's URL relative to the site root (``worklog/``; ``""`` at the root)."""
+        return "" if self.home_at_root else f"{self.prefix}/"

@@ -1,4 +1,4 @@
-// Render arithmatex's generic output with the KaTeX vendored under assets/katex/.
+// Render arithmatex's generic output with the KaTeX vendored in katex/ beside this script.
 //
 // pymdownx.arithmatex (generic: true) turns $...$ into <span class="arithmatex">\(...\)</span>
 // and $$...$$ into <div class="arithmatex">\[...\]</div>. Only those elements are
@@ -12,7 +12,7 @@
   "use strict";
 
   var here = document.currentScript ? document.currentScript.src : document.baseURI;
-  var ASSETS = new URL("../assets/katex/", here);
+  var ASSETS = new URL("katex/", here);
   var DELIMITERS = [
     ["\\(", "\\)", false],
     ["\\[", "\\]", true],

@@ -1,4 +1,4 @@
-// Draw the site's Vega-Lite charts with vega-embed, served from assets/vega/ (no CDN).
+// Draw the site's Vega-Lite charts with vega-embed, served from vega/ beside this script (no CDN).
 //
 // A chart is written into a page as its static SVG, ![alt](<stem>.vega.svg){ width height },
 // with its spec beside it as <stem>.vega.json (worklog_gen.kit.charts.chart_files). Here each
@@ -16,7 +16,7 @@
   "use strict";
 
   var here = document.currentScript ? document.currentScript.src : document.baseURI;
-  var ASSETS = new URL("../assets/vega/", here);
+  var ASSETS = new URL("vega/", here);
   var LIBRARIES = ["vega.min.js", "vega-lite.min.js", "vega-embed.min.js"];
   var SELECTOR = 'img[src$=".vega.svg"]';
   var loading = null;

@@ -1,0 +1,63 @@
+"""The MkDocs settings a worklog site needs, merged into the author's own.
+
+The generated pages are written with these markdown extensions: topic pages fold cells in
+``??? fold`` blocks holding fenced code (``pymdownx.details`` with ``pymdownx.superfences``),
+math is ``pymdownx.arithmatex``'s generic output (``\\(...\\)``, rendered by ``katex.js``), a
+chart's image carries its size (``attr_list``), a post has footnotes, results are tables. A site
+that lacks one gets it; a site that sets one keeps its own options, ours filling only the options
+it does not set (as Material's blog plugin needs its extensions, but says so instead).
+
+The theme's font: Material loads Roboto from Google Fonts unless ``theme.font`` is ``false``.
+A site that does not choose a font gets ``false`` (the system fonts), so that no page makes a
+request off the site.
+"""
+
+from __future__ import annotations
+
+import copy
+
+MARKDOWN_EXTENSIONS: dict[str, dict] = {
+    "admonition": {},
+    "attr_list": {},
+    "footnotes": {},
+    "md_in_html": {},
+    "tables": {},
+    "toc": {"permalink": True},
+    "pymdownx.highlight": {},
+    "pymdownx.superfences": {},
+    "pymdownx.details": {},
+    "pymdownx.arithmatex": {"generic": True},
+}
+"""Extension name -> the options the pages need (the author's options win)."""
+
+
+def merge_extensions(names: list[str], configs: dict[str, dict]) -> None:
+    """Add :data:`MARKDOWN_EXTENSIONS` to a validated MkDocs config's ``markdown_extensions``
+    (``names``) and ``mdx_configs`` (``configs``), in place: missing names appended, options
+    merged under the author's."""
+    for name, options in MARKDOWN_EXTENSIONS.items():
+        if name not in names:
+            names.append(name)
+        if options or name in configs:
+            configs[name] = {**copy.deepcopy(options), **configs.get(name, {})}
+
+
+def with_extensions(extensions: list) -> list:
+    """``extensions`` as ``mkdocs.yml`` writes them (names, or one-key ``{name: options}`` maps)
+    with :data:`MARKDOWN_EXTENSIONS` merged in (:func:`merge_extensions`), in the same form."""
+    names: list[str] = []
+    configs: dict[str, dict] = {}
+    for item in extensions:
+        name, options = (item, None) if isinstance(item, str) else next(iter(item.items()))
+        names.append(name)
+        if options:
+            configs[name] = dict(options)
+    merge_extensions(names, configs)
+    return [{name: configs[name]} if configs.get(name) else name for name in names]
+
+
+def without_web_fonts(theme: dict | str | None) -> dict:
+    """``mkdocs.yml``'s ``theme`` value with ``font: false`` unless the author set a font."""
+    theme = {"name": theme} if isinstance(theme, str) else dict(theme or {})
+    theme.setdefault("font", False)
+    return theme
