@@ -185,7 +185,7 @@ def test_config_paths_stay_inside_the_project(tmp_path, option, value):
     assert result.returncode == 1
     assert "leads outside" in result.stdout and "mkdocs.yml" in result.stdout
     status = CliRunner().invoke(main, ["status", "-f", str(root / "mkdocs.yml")])
-    assert status.exit_code == 1 and "leads outside" in status.output
+    assert status.exit_code == 2 and "leads outside" in status.output  # a configuration problem
 
 
 def test_generate_out_never_replaces_a_folder_it_did_not_write(tmp_path):

@@ -77,16 +77,17 @@ def test_a_t_minus_log_is_clean(log):
     assert check(log) == []
 
 
-def test_cli_check_exit_codes(tmp_path):
+def test_cli_check_exit_codes(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no mkdocs.yml here or above: PATHs of a log need none
     bad = tmp_path / "bad.md"
     bad.write_text(BAD_LOG, encoding="utf-8")
     good = tmp_path / "good.md"
     good.write_text("12/09/25 (T - 154)\n\nWork.\n\n12/10/25 (T - 153)\n\nMore - Done\n", encoding="utf-8")
     runner = CliRunner()
-    cfg = str(tmp_path / "mkdocs.yml")  # absent: the plugin's defaults
-    result = runner.invoke(main, ["check", str(bad), "-f", cfg])
+    result = runner.invoke(main, ["check", str(bad)])
     assert result.exit_code == 1
     assert f"{bad}:2: error: invalid date 02/30/2025" in result.output
-    result = runner.invoke(main, ["check", str(good), "-f", cfg])
+    result = runner.invoke(main, ["check", str(good)])
     assert result.exit_code == 0, result.output
     assert "0 error(s), 0 warning(s)" in result.output
+    assert runner.invoke(main, ["check", str(good), "-f", str(tmp_path / "absent.yml")]).exit_code == 2

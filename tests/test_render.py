@@ -186,7 +186,9 @@ def test_a_stale_notebook_warns_and_shows_the_frozen_run(project):
 def test_a_missing_result_says_how_to_produce_it(project):
     shutil.rmtree(project / STORE / "beta")
     page = render_topic(BETA, STORE, project, files_dir="beta")
-    assert page.warnings and "notebooks/beta.py" in page.warnings[0]
+    # never executed (a new site's topic): a note, not a warning, so that --strict builds
+    assert not page.warnings and page.notes and "notebooks/beta.py" in page.notes[0]
+    assert '!!! note "Not executed yet"' in page.markdown
     assert "worklog-gen execute notebooks/beta.py" in page.markdown
     assert "```python\nfrom worklog_gen.kit.notebook import headline" in page.markdown  # code, no outputs
     assert "0.75" not in page.markdown.split("```python", 1)[1].split("```", 1)[1]

@@ -1,13 +1,21 @@
 """The ``worklog-gen`` command line.
 
-Thin wiring over plain functions: each command reads ``./mkdocs.yml`` for the
-``worklog`` plugin's options (see :mod:`worklog_gen.config`) unless told otherwise.
+Thin wiring over plain functions: each command reads the ``worklog`` plugin's options (see
+:mod:`worklog_gen.config`) from the ``mkdocs.yml`` of the current folder or the nearest folder
+above it, as git finds its repository, unless ``-f`` names one. A command given PATHs of a log
+needs no ``mkdocs.yml``; one without finds none and says so in one line (exit 2).
+
+No traceback reaches a user: a problem with the input or the configuration is one line naming
+the file, and an unexpected error is one line too (``WORKLOG_GEN_TRACEBACK=1`` shows where it
+came from). Exit codes: 0 fine, 1 the log or a notebook has errors, 2 a usage or configuration
+problem.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -15,26 +23,76 @@ import click
 
 from worklog_gen import __version__
 
+CONFIG_NAME = "mkdocs.yml"
 CONFIG_OPTION = click.option(
     "--config-file",
     "-f",
     "config_file",
-    default="mkdocs.yml",
-    show_default=True,
+    default=None,
     type=click.Path(dir_okay=False, path_type=Path),
-    help="mkdocs.yml whose 'worklog' plugin options to use.",
+    help="mkdocs.yml whose 'worklog' plugin options to use [default: ./mkdocs.yml or the nearest above].",
 )
 
 
-def _config(config_file: Path):
+class UsageProblem(click.ClickException):
+    """A problem with how the command was called or configured: one line, exit 2."""
+
+    exit_code = 2
+
+
+def find_config(config_file: Path | None, *, required: bool = True) -> Path | None:
+    """``config_file`` when given (it must exist), else the ``mkdocs.yml`` of the current folder
+    or the nearest folder above it; ``None`` when there is none and ``required`` is false.
+
+    Raises:
+        UsageProblem: the file named does not exist, or none is found and one is required.
+    """
+    if config_file is not None:
+        if not config_file.is_file():
+            raise UsageProblem(f"{config_file}: no such file")
+        return config_file
+    here = Path.cwd()
+    for folder in (here, *here.parents):
+        if (folder / CONFIG_NAME).is_file():
+            return folder / CONFIG_NAME
+    if required:
+        raise UsageProblem(f"no {CONFIG_NAME} in {here} or above: pass PATH or -f")
+    return None
+
+
+def _config(config_file: Path | None, paths: tuple[Path, ...] = ()):
+    """The plugin options and the project folder: from :func:`find_config` (needed unless PATHs of
+    a log are given; then the defaults, relative to the current folder)."""
     from mkdocs.exceptions import PluginError
 
     from worklog_gen.config import load_plugin_config
 
+    found = find_config(config_file, required=not paths)
     try:
-        return load_plugin_config(config_file)
+        return load_plugin_config(found if found is not None else Path.cwd() / CONFIG_NAME)
     except PluginError as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise UsageProblem(str(exc)) from exc
+
+
+class _Group(click.Group):
+    """Turns what a command did not catch into one line: a ``PluginError`` or ``OSError`` (the
+    file is in the message), or an unexpected error (its type and message; set
+    ``WORKLOG_GEN_TRACEBACK=1`` for the traceback)."""
+
+    def invoke(self, ctx: click.Context):
+        from mkdocs.exceptions import PluginError
+
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except (PluginError, OSError) as exc:
+            raise click.ClickException(str(exc)) from exc
+        except Exception as exc:
+            if os.environ.get("WORKLOG_GEN_TRACEBACK"):
+                raise
+            raise click.ClickException(f"unexpected {type(exc).__name__}: {exc} (this is a bug in worklog-gen: "
+                                       "WORKLOG_GEN_TRACEBACK=1 shows where)") from exc
 
 
 def _worklog_paths(paths: tuple[Path, ...], cfg, root: Path) -> list[Path]:
@@ -49,12 +107,41 @@ def _worklog_paths(paths: tuple[Path, ...], cfg, root: Path) -> list[Path]:
         return [configured]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="worklog-gen")
 def main() -> None:
     """Turn a learning log (T-minus entries, progress-log headings, dated notes,
     posts) into a MkDocs-Material site, and run, freeze and render its GPU-kernel
     notebooks."""
+
+
+@main.command()
+@click.argument("folder", required=False, default=".", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--target", "target", type=click.DateTime(["%Y-%m-%d"]),
+              help="The target date the log counts down to, YYYY-MM-DD (asked when not given).")
+@click.option("--name", "site_name", help="The site's name [default: the folder's name].")
+def init(folder: Path, target: dt.datetime | None, site_name: str | None) -> None:
+    """Make a new learning-log site in FOLDER (default: here) that builds as it stands.
+
+    Writes mkdocs.yml (every option commented), docs/index.md, worklog/log.md (today's entry,
+    counted down to the target date), notebooks/first_kernel.py (a starter Triton topic),
+    .gitignore and a GitHub Pages workflow. Overwrites nothing. Then:
+    cd FOLDER && mkdocs build --strict (or mkdocs serve).
+    """
+    from worklog_gen import scaffold
+
+    if target is None:
+        target = click.prompt("Target date you are counting down to (YYYY-MM-DD)",
+                              type=click.DateTime(["%Y-%m-%d"]))
+    try:
+        made = scaffold.create(folder, target.date(), site_name=site_name)
+    except (scaffold.ProjectExists, ValueError) as exc:
+        raise UsageProblem(str(exc)) from exc
+    for rel in made.files:
+        click.echo(f"wrote {folder / rel}")
+    where = "" if folder == Path(".") else f"cd {folder} && "
+    click.echo(f"first entry: {made.header}\nnext: {where}mkdocs serve   (or mkdocs build --strict; "
+               "worklog-gen new adds a day)")
 
 
 @main.command()
@@ -69,7 +156,7 @@ def export(paths: tuple[Path, ...], fmt: str, config_file: Path) -> None:
     from worklog_gen.site import export as exporter
     from worklog_gen.log.parse import load
 
-    cfg, root = _config(config_file)
+    cfg, root = _config(config_file, paths)
     log = load(_worklog_paths(paths, cfg, root), date_order=cfg.date_order, year=cfg.year)
     for diag in log.diagnostics:
         click.echo(str(diag), err=True)
@@ -90,7 +177,7 @@ def new(path: Path | None, day: dt.datetime | None, config_file: Path) -> None:
     """
     from worklog_gen.log.authoring import append_entry
 
-    cfg, root = _config(config_file)
+    cfg, root = _config(config_file, (path,) if path else ())
     target = path or root / cfg.worklog_dir
     date = day.date() if day else dt.date.today()
     try:
@@ -103,7 +190,8 @@ def new(path: Path | None, day: dt.datetime | None, config_file: Path) -> None:
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option("--fix", is_flag=True, help="Write the repairs of damaged text back into the files (atomically).")
-@click.option("--diff", "show_diff", is_flag=True, help="Print the repairs as a unified diff; write nothing.")
+@click.option("--diff", "show_diff", is_flag=True,
+              help="Print the repairs as a unified diff and write nothing, with or without --fix.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output: every diagnostic with its severity and code.")
 @CONFIG_OPTION
 def check(paths: tuple[Path, ...], fix: bool, show_diff: bool, as_json: bool, config_file: Path) -> None:
@@ -111,15 +199,16 @@ def check(paths: tuple[Path, ...], fix: bool, show_diff: bool, as_json: bool, co
     out-of-order days, damaged text, refused files; notes on style and habits under their
     own heading. Exits 1 on errors.
 
-    With --fix, the repairs of damaged text (mojibake, backwards links, bare URLs, line ends,
-    encoding) are written back, each file atomically and only when the repair is lossless,
-    and the diff is printed; --diff prints it without writing.
+    With --fix, the repairs of damaged text (mojibake, backwards links, line ends, encoding)
+    are written back, each file atomically and only when the repair is lossless, and the diff
+    is printed; --diff is a dry run: it prints the diff and the diagnostics and writes nothing,
+    with or without --fix.
     """
     from worklog_gen.log import fix as fixer
     from worklog_gen.log.lint import lint, report, summary
     from worklog_gen.log.parse import load
 
-    cfg, root = _config(config_file)
+    cfg, root = _config(config_file, paths)
     targets = _worklog_paths(paths, cfg, root)
     log = load(targets, date_order=cfg.date_order, year=cfg.year)
     result: dict = {}
@@ -130,8 +219,9 @@ def check(paths: tuple[Path, ...], fix: bool, show_diff: bool, as_json: bool, co
                 click.echo(f"{f.name}: not fixed: {f.refused}", err=True)
             elif not as_json:
                 click.echo(f.diff(), nl=False)
-            if fix and not f.refused:
+            if fix and not show_diff and not f.refused:
                 fixer.apply(f)
+        fix = fix and not show_diff  # --diff: a dry run
         result = {"fixed" if fix else "fixable": [f.name for f in fixes if not f.refused],
                   "refused": [{"path": f.name, "why": f.refused} for f in fixes if f.refused]}
         if fix and not as_json:
@@ -145,9 +235,8 @@ def check(paths: tuple[Path, ...], fix: bool, show_diff: bool, as_json: bool, co
         click.echo(json.dumps({"diagnostics": [{"path": d.path, "line": d.line, "severity": d.severity.value,
                                                 "code": d.code.value, "message": d.message} for d in diagnostics],
                                "summary": counts, **result}, indent=2, ensure_ascii=False))
-    elif not show_diff:
-        if text := report(diagnostics):
-            click.echo(text)
+    elif text := report(diagnostics):
+        click.echo(text)
     click.echo(f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} note(s)", err=True)
     sys.exit(1 if counts["error"] else 0)
 
@@ -189,15 +278,18 @@ def generate(out: Path, strict: bool, config_file: Path) -> None:
 
     from worklog_gen.site import generate as generator
 
+    config_file = find_config(config_file)
     cfg, root = _config(config_file)
-    data = generator.read_config(config_file) if config_file.exists() else {}
+    data = generator.read_config(config_file)
+    docs_dir = root / data.get("docs_dir", "docs")
     try:
         site = generator.generate(cfg, root, site_name=data.get("site_name") or "", site_url=data.get("site_url"),
                                   site_author=data.get("site_author"),
                                   use_directory_urls=data.get("use_directory_urls", True),
-                                  build_date=_build_date())
-        written = generator.write_site(site, out, docs_dir=root / data.get("docs_dir", "docs"),
-                                       mkdocs_yml=config_file)
+                                  build_date=_build_date(),
+                                  home_at_root=not generator.has_home(
+                                      p.relative_to(docs_dir).as_posix() for p in docs_dir.glob("*.md")))
+        written = generator.write_site(site, out, docs_dir=docs_dir, mkdocs_yml=config_file)
     except PluginError as exc:
         raise click.ClickException(str(exc)) from exc
     for message in site.messages:
@@ -219,8 +311,10 @@ def _build_date() -> dt.date:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @CONFIG_OPTION
 def status(as_json: bool, config_file: Path) -> None:
-    """Report each topic notebook as fresh, stale, missing or failed."""
+    """Report each topic notebook as fresh, stale, missing or failed, with the machine its
+    frozen result ran on. Exits 1 when any is not fresh (so a CI step can use it)."""
     from worklog_gen.freeze import store as freeze
+    from worklog_gen.freeze.record import NotebookState
 
     cfg, root = _config(config_file)
     rows = freeze.status(cfg, root)
@@ -229,3 +323,4 @@ def status(as_json: bool, config_file: Path) -> None:
     else:
         for r in rows:
             click.echo(r.summary())
+    sys.exit(0 if all(r.state is NotebookState.FRESH for r in rows) else 1)

@@ -97,11 +97,13 @@ class WorklogPlugin(BasePlugin[WorklogConfig]):
         return output.replace("</head>", tag + "</head>", 1)
 
     def on_serve(self, server, /, *, config: MkDocsConfig, builder):
-        """Rebuild when the log, a notebook or the freeze store changes."""
-        paths = [self.config.worklog_dir, self.config.freeze_dir]
-        paths += [t.notebook for t in self.config.topics if t.notebook]
-        for path in paths:
-            if (self.root / path).exists():
-                server.watch(os.fspath(self.root / path))
+        """Rebuild when the log, the freeze store or a notebook changes: the folder of every
+        configured notebook is watched (so a notebook added while serving, and the CUDA sources
+        and worker modules beside it that its source hash covers, are seen)."""
+        paths = {self.root / self.config.worklog_dir, self.root / self.config.freeze_dir}
+        paths |= {(self.root / t.notebook).parent for t in self.config.topics if t.notebook}
+        for path in sorted(paths):
+            if path.exists():
+                server.watch(os.fspath(path))
         return server
 

@@ -42,7 +42,45 @@ from worklog_gen.freeze.store import (
 from worklog_gen.kit.cuda import NOTEBOOK_DIR_ENV
 from worklog_gen.kit.notebook import HEADLINE_FILE, NOTEBOOK_ENV, OUTPUT_ENV, interpret_mode
 
-_INFO_SCRIPT = "import json; from worklog_gen.kit.measure import gpu_info; print(json.dumps(gpu_info()))"
+_INFO_SCRIPT = """\
+import json, subprocess
+from worklog_gen.kit.measure import gpu_info
+info = gpu_info()
+try:
+    import torch
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    info["gpus"] = [torch.cuda.get_device_name(i) for i in range(count)]
+    info["nccl"] = ".".join(map(str, torch.cuda.nccl.version())) if count else None
+except Exception:
+    info["gpus"], info["nccl"] = [], None
+try:
+    info["interconnect"] = subprocess.run(["nvidia-smi", "topo", "-m"], capture_output=True, text=True,
+                                          timeout=60, check=True).stdout.strip() or None
+except Exception:
+    info["interconnect"] = None
+print(json.dumps(info))
+"""
+"""Run by :func:`environment` in the kernel's Python: :func:`worklog_gen.kit.measure.gpu_info`, every
+GPU's name, NCCL's version and the ``nvidia-smi topo -m`` matrix (kept out of the kit, whose code is
+part of the notebooks' source hash)."""
+
+NO_GPU_HINT = ("no CUDA GPU was found on this machine: `worklog-gen execute` freezes GPU measurements. "
+               "To run the notebooks on a CPU, under the Triton interpreter at small sizes (correctness "
+               "only, no benchmarks), run `TRITON_INTERPRET=1 worklog-gen execute`.")
+"""Said when a notebook fails on a machine without a GPU, outside the interpreter."""
+
+
+def gpus_needed(nb) -> int:
+    """How many GPUs a notebook runs on: its jupytext metadata ``worklog_gen: {gpus: N}`` (in the
+    file's YAML header, under ``jupyter:``), else 1.
+
+    Raises:
+        ValueError: ``gpus`` is not a positive integer.
+    """
+    value = (nb.metadata.get("worklog_gen") or {}).get("gpus", 1)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"metadata worklog_gen: gpus must be a positive integer, not {value!r}")
+    return value
 
 
 def _python_path(root: Path) -> str:
@@ -170,17 +208,18 @@ def _say(message: str) -> None:
     tqdm.write(message, file=sys.stderr)
 
 
-def _report_failure(failure: FailureRecord, entry: str, had_entry: bool) -> None:
+def _report_failure(failure: FailureRecord, entry: str, had_entry: bool, hint: str | None = None) -> None:
     where = f"{failure.notebook}:{failure.line}" if failure.line else failure.notebook
     kept = f"the previous frozen result in {entry}/ is kept" if had_entry else "nothing was frozen"
     rule = "-" * 72
-    _say(f"{where}: cell {failure.cell_index} failed: {failure.ename}: {failure.evalue}\n"
+    _say(f"{where}: failed at {failure.summary()}\n"
          f"{rule}\n{failure.cell_source or '(no cell)'}\n{rule}\n" + "\n".join(failure.traceback)
-         + f"\n{rule}\n{failure.notebook}: {kept}")
+         + f"\n{rule}\n{failure.notebook}: {kept}" + (f"\n{failure.notebook}: {hint}" if hint else ""))
 
 
 def _record(rel: str, hashed: SourceHash, info: dict, mode: RunMode, out_dir: Path, *, executed_at: str,
-            kernel_name: str, wall: float, seconds: dict[int, float], lines: dict[int, int]) -> FreezeRecord:
+            kernel_name: str, wall: float, seconds: dict[int, float], lines: dict[int, int],
+            gpus_used: int = 1) -> FreezeRecord:
     """The :class:`FreezeRecord` of a successful run (``info`` from :func:`environment`)."""
     headline_path = out_dir / HEADLINE_FILE
     figures = json.loads(headline_path.read_text()) if headline_path.is_file() else {}
@@ -189,6 +228,9 @@ def _record(rel: str, hashed: SourceHash, info: dict, mode: RunMode, out_dir: Pa
         executed_at=executed_at, mode=mode, gpu=info.get("device"),
         **{k: info.get(k) for k in ("driver", "cuda", "sm_count", "memory_gib", "compute_capability",
                                     "torch", "triton", "python")},
+        gpus=list(info.get("gpus") or []), gpus_used=gpus_used,
+        interconnect=info.get("interconnect") if gpus_used > 1 else None,
+        nccl=info.get("nccl") if gpus_used > 1 else None,
         worklog_gen=__version__, kernel=kernel_name, wall_seconds=round(wall, 3),
         cells=[CellTiming(i, lines.get(i), round(s, 3)) for i, s in sorted(seconds.items())],
         headline={name: Headline.from_json(fig) for name, fig in figures.items()},
@@ -238,22 +280,39 @@ def execute_notebook(notebook: str | Path, root: str | Path, store_dir: str | Pa
         lines = cell_lines(path, nb)
         if error is not None:
             index = error.pop("cell_index")
+            code_cell = None
+            if index is not None:
+                code_cell = sum(1 for c in nb.cells[: index + 1] if c.cell_type == "code" and c.source.strip())
             failure = FailureRecord(notebook=rel, source_hash=hashed.hexdigest, failed_at=executed_at, **error,
-                                    cell_index=index, line=lines.get(index),
+                                    cell_index=index, code_cell=code_cell, line=lines.get(index),
                                     cell_source=nb.cells[index].source if index is not None else None)
             had_entry = entry_dir(store, path).is_dir()
             write_failure(store, path, failure)
-            _report_failure(failure, relative_path(entry_dir(store, path), root), had_entry)
+            no_gpu = not interpret_mode(env) and not environment(str(root)).get("device")
+            _report_failure(failure, relative_path(entry_dir(store, path), root), had_entry,
+                            NO_GPU_HINT if no_gpu else None)
             return ExecutionResult(rel, False, hashed.hexdigest, failure=failure, nb=nb)
         info = environment(str(root))
         mode: RunMode = "interpret" if interpret_mode(env) else ("gpu" if info.get("device") else "cpu")
         record = _record(rel, hashed, info, mode, out_dir, executed_at=executed_at, kernel_name=kernel_name,
-                         wall=wall, seconds=seconds, lines=lines)
+                         wall=wall, seconds=seconds, lines=lines, gpus_used=gpus_needed(nb))
         entry = write_entry(store, path.stem, nb, out_dir, record)
         failure_path(store, path).unlink(missing_ok=True)
         return ExecutionResult(rel, True, hashed.hexdigest, entry=entry, record=record, nb=nb)
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)
+
+
+def _too_few_gpus(path: Path, root: Path) -> str | None:
+    """Why ``path`` cannot run here, when it declares more GPUs (:func:`gpus_needed`) than this
+    machine has (under the interpreter, it runs on the CPU however many it declares); else ``None``."""
+    needed = gpus_needed(read_notebook(path))
+    if needed <= 1 or interpret_mode():
+        return None
+    have = len(environment(str(root)).get("gpus") or [])
+    if have >= needed:
+        return None
+    return f"needs {needed} GPUs (its metadata worklog_gen: gpus: {needed}), this machine has {have}"
 
 
 def execute_cli(cfg, root: str | Path, notebooks: list[Path], *, force: bool = False, timeout: int = 1800,
@@ -286,8 +345,14 @@ def execute_cli(cfg, root: str | Path, notebooks: list[Path], *, force: bool = F
                 _say(f"error: {rel}: notebook not found")
                 ok = False
                 continue
+            if st.failure is not None and st.state is not NotebookState.FAILED:
+                failure_path(store, path).unlink(missing_ok=True)  # a failure of code that has changed since
             if st.state is NotebookState.FRESH and not force:
                 _say(f"{rel}: fresh, skipped (--force runs it anyway)")
+                continue
+            if refusal := _too_few_gpus(path, root):
+                _say(f"error: {rel}: {refusal}; the last frozen result is kept")
+                ok = False
                 continue
             _say(f"{rel}: {st.state}, executing")
             result = execute_notebook(path, root, store, timeout=timeout, kernel_name=kernel_name)

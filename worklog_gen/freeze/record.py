@@ -135,6 +135,14 @@ class FreezeRecord:
     torch: str | None = None
     triton: str | None = None
     python: str | None = None
+    gpus: list[str] = field(default_factory=list)
+    """Every GPU the machine had, by name, in device order (``[]`` without CUDA or in older records)."""
+    gpus_used: int = 1
+    """How many GPUs the notebook declared it runs on (its jupytext metadata ``worklog_gen: gpus:``)."""
+    interconnect: str | None = None
+    """``nvidia-smi topo -m`` as printed on that machine, when several GPUs were used."""
+    nccl: str | None = None
+    """NCCL's version as torch reports it (``2.28.9``), when several GPUs were used."""
     worklog_gen: str | None = None
     """The package version that ran it (provenance only: it is not part of the hash)."""
     kernel: str = "python3"
@@ -146,12 +154,18 @@ class FreezeRecord:
 
     @property
     def device_label(self) -> str:
-        """What ran the kernels, in words: the GPU's name, or that it was the CPU."""
+        """What ran the kernels, in words: the GPU's name (``2 × NVIDIA H200, NVLink NV18`` for a
+        notebook on several GPUs: the count, the name and the link between the first two,
+        :func:`link_between`), or that it was the CPU."""
         if self.mode == "interpret":
             return "CPU (TRITON_INTERPRET=1)"
         if self.mode == "cpu" or not self.gpu:
             return "CPU (no GPU)"
-        return self.gpu
+        if self.gpus_used <= 1:
+            return self.gpu
+        label = f"{self.gpus_used} × {self.gpu}"
+        link = link_between(self.interconnect, 0, 1) if self.interconnect else None
+        return f"{label}, {link}" if link else label
 
     def to_json(self) -> dict:
         data = dataclasses.asdict(self)
@@ -181,6 +195,30 @@ class FreezeRecord:
             raise ValueError(f"{where}: not a freeze record: {type(exc).__name__}: {exc}") from exc
 
 
+_LINK_NAMES = {"NV": "NVLink", "PIX": "PCIe, one switch", "PXB": "PCIe, several switches",
+               "PHB": "PCIe host bridge", "NODE": "PCIe within a NUMA node", "SYS": "PCIe across NUMA nodes"}
+"""The connection codes of ``nvidia-smi topo -m`` (its legend), in words."""
+
+
+def link_between(topology: str, a: int, b: int) -> str | None:
+    """How GPU ``a`` reaches GPU ``b`` in an ``nvidia-smi topo -m`` matrix: ``NVLink NV18`` (18
+    bonded NVLinks), ``PCIe, one switch`` (``PIX``) ...; ``None`` when the matrix does not say."""
+    rows = {}
+    header: list[str] = []
+    for line in topology.splitlines():
+        cells = line.split()
+        if cells and cells[0].startswith("GPU") and not header:
+            header = cells
+        elif cells and cells[0].startswith("GPU") and header:
+            rows[cells[0]] = dict(zip(header, cells[1:]))
+    code = rows.get(f"GPU{a}", {}).get(f"GPU{b}")
+    if not code or code == "X":
+        return None
+    if code.startswith("NV") and code[2:].isdigit():
+        return f"NVLink {code}"
+    return _LINK_NAMES.get(code, code)
+
+
 @dataclass
 class FailureRecord:
     """``<stem>.failed.json``: the last failed run of a notebook."""
@@ -192,7 +230,11 @@ class FailureRecord:
     ename: str
     evalue: str
     cell_index: int | None = None
-    """Index of the failing cell among the notebook's cells (``None``: before any cell ran)."""
+    """Index of the failing cell among the notebook's cells, markdown included (``None``: before any
+    cell ran); for nbformat."""
+    code_cell: int | None = None
+    """The failing cell's 1-based number among the non-empty code cells: how ``status`` numbers cells
+    everywhere (``code cell 3 (line 120)``). ``None`` in records written before it was kept."""
     line: int | None = None
     """1-based line in the ``.py`` file where the failing cell starts."""
     traceback: list[str] = field(default_factory=list)
@@ -211,5 +253,8 @@ class FailureRecord:
             raise ValueError(f"{where}: not a failure record: {exc}") from exc
 
     def summary(self) -> str:
-        """``cell 7, line 143: RuntimeError: ...``."""
-        return f"cell {self.cell_index}, line {self.line}: {self.ename}: {self.evalue}"
+        """``code cell 3 (line 143): RuntimeError: ...``, numbered as a stale result's reasons are."""
+        where = f"code cell {self.code_cell}" if self.code_cell is not None else f"cell {self.cell_index}"
+        if self.line:
+            where += f" (line {self.line})"
+        return f"{where}: {self.ename}: {self.evalue}"

@@ -45,6 +45,8 @@ class RenderedPage:
     markdown: str
     files: dict[str, bytes] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """Messages the plugin logs at INFO: a notebook never executed (a new site's starter topic)."""
 
 
 # --- markdown helpers ----------------------------------------------------------------------
@@ -273,18 +275,23 @@ def _missing_page(files_dir: str, st: NotebookStatus, store: Path, root: Path,
         text = (f"`{rel}` has no frozen result in `{store_rel}/` yet, so this page shows its code "
                 f"without outputs. Produce it on a GPU machine with\n\n"
                 f"        worklog-gen execute {rel}\n\n"
-                f"    and commit `{store_rel}/{stem}/`.")
+                f"    (or on a CPU, correctness only, with `TRITON_INTERPRET=1 worklog-gen execute {rel}`) "
+                f"and commit `{store_rel}/{stem}/`.")
         heading, intro, nb = split_intro(read_notebook(source))
         body, files = notebook_markdown(nb, files_dir)
         files[f"{files_dir}/{source.name}"] = source.read_bytes()
         text += f"\n\n    [Source ({source.name})]({files_dir}/{source.name})"
     else:
         text = f"The notebook `{rel}` does not exist and has no frozen result; check the topic's `notebook:`."
-    box = f'!!! warning "Not executed yet"\n    {text}'
+    box = f'!!! {"note" if st.source_exists else "warning"} "Not executed yet"\n    {text}'
     markdown = tidy("\n\n".join(p for p in (heading, intro, box, body.strip()) if p))
-    warning = (f"notebook {rel} has no frozen result; run worklog-gen execute {rel}" if st.source_exists
-               else f"notebook {rel} does not exist; check the topic's notebook: option")
-    return RenderedPage(markdown, files, [warning])
+    if st.state is NotebookState.FAILED:
+        return RenderedPage(markdown, files, [f"notebook {rel} failed at {st.failure.summary()} and has no frozen "
+                                              f"result; fix it and run worklog-gen execute {rel}"])
+    if st.source_exists:  # never executed (a new topic): the page says so; no warning, so --strict builds
+        return RenderedPage(markdown, files, notes=[f"notebook {rel} has no frozen result yet; its page shows "
+                                                    f"the code without outputs (worklog-gen execute {rel})"])
+    return RenderedPage(markdown, files, [f"notebook {rel} does not exist; check the topic's notebook: option"])
 
 
 def render_topic(notebook: Path, store_dir: Path, root: Path, *, files_dir: str) -> RenderedPage:
@@ -294,8 +301,10 @@ def render_topic(notebook: Path, store_dir: Path, root: Path, *, files_dir: str)
     (executed) and ``<files_dir>/<stem>.py`` (source). ``store_dir`` is relative to ``root``
     unless absolute.
 
-    A stale, failed or missing result adds a message to ``warnings``; a missing one gives a page
-    that says how to produce it. Nothing is executed.
+    A stale or failed result, or a notebook that does not exist, adds a message to ``warnings``;
+    a notebook never executed gives a page of its code that says how to produce the result, and a
+    message in ``notes`` (so that a new site builds with ``--strict`` before its first GPU run).
+    Nothing is executed.
 
     Raises:
         ValueError: the notebook or the store entry cannot be read, or the executed notebook is a

@@ -6,7 +6,9 @@ notebook computes has changed:
 - its **code cells**, and
 - the **code of the ``worklog_gen`` modules it imports** (the kit, :mod:`worklog_gen.kit`), followed
   through their own imports;
-- the **CUDA C files its code cells name** (``"cuda/vector_add.cu"``), as text.
+- the **CUDA C files its code cells name** (``"cuda/vector_add.cu"``), as text;
+- the **Python modules beside the notebook that its code cells import** (``import
+  collectives_workers``: the workers a notebook on several GPUs starts), as code.
 
 Each is hashed as a normalised syntax tree (:func:`code_fingerprint`): comments, docstrings,
 blank lines and formatting are left out, and so are markdown cells, cell metadata (the fold
@@ -175,6 +177,26 @@ def named_sources(sources: list[str], notebook_dir: Path) -> list[Path]:
     return sorted(found)
 
 
+def sibling_modules(sources: list[str], notebook_dir: Path) -> list[Path]:
+    """Files ``<notebook_dir>/<name>.py`` of the top-level modules that ``sources`` (code cells)
+    import by an absolute import (``import collectives_workers as cw``), that exist. Sorted."""
+    found: set[Path] = set()
+    for source in sources:
+        tree = _parse(source)
+        for node in ast.walk(tree) if tree is not None else ():
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                path = notebook_dir / (name.split(".")[0] + ".py")
+                if name.split(".")[0] != PACKAGE and path.is_file():
+                    found.add(path.resolve())
+    return sorted(found)
+
+
 def imported_modules(sources: list[str], pkg_dir: Path) -> list[Path]:
     """Files of the ``worklog_gen`` modules that ``sources`` (code cells) import, found
     with ``ast``, transitively through those modules' own ``worklog_gen`` imports
@@ -221,8 +243,9 @@ class SourceHash:
 def source_hash(notebook: str | Path, root: str | Path) -> SourceHash:
     """sha256 over :data:`HASH_VERSION`, the :func:`code_fingerprint` of each non-empty code
     cell of ``notebook`` in order, that of each ``worklog_gen`` module they import
-    (:func:`imported_modules`, without :data:`UNHASHED`), by path, and that of each CUDA source
-    they name (:func:`named_sources`). See the module docstring.
+    (:func:`imported_modules`, without :data:`UNHASHED`), by path, that of each CUDA source
+    they name (:func:`named_sources`) and that of each module beside the notebook they import
+    (:func:`sibling_modules`). See the module docstring.
 
     Raises:
         FileNotFoundError: ``notebook`` does not exist.
@@ -236,7 +259,8 @@ def source_hash(notebook: str | Path, root: str | Path) -> SourceHash:
         rel = path.relative_to(pkg.parent).as_posix()
         if rel not in UNHASHED:
             modules.append((rel, code_fingerprint(path.read_text(encoding="utf-8"))))
-    for path in named_sources(sources, Path(notebook).parent):
+    beside = Path(notebook).parent
+    for path in [*named_sources(sources, beside), *sibling_modules(sources, beside)]:
         try:
             rel = path.relative_to(Path(root).resolve()).as_posix()
         except ValueError:

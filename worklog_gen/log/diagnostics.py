@@ -55,6 +55,7 @@ class DiagnosticCode(str, enum.Enum):
     # warnings: the author must act
     TARGET_DATE = ("target-date", Severity.WARNING,
                    "a countdown that disagrees with the target date (an error in `check`)")
+    TARGETS = ("targets", Severity.WARNING, "two files that name different target dates")
     YEAR = ("year", Severity.WARNING, "progress-log headings without a year, and no `year` set")
     OUT_OF_ORDER = ("out-of-order", Severity.WARNING, "a day written before one it follows (`check` only)")
     ENCODING = ("encoding", Severity.WARNING, "bytes that are not UTF-8, decoded as another encoding")

@@ -140,6 +140,15 @@ class SourceFile:
     """Number of lines (``text.split("\\n")``, so a final newline adds an empty one)."""
     file: Path | None = None
     """The file on disk it was read from (``None`` for text given to :func:`~worklog_gen.log.parse.parse`)."""
+    target_date: dt.date | None = None
+    """This file's target date: its front matter's ``target_date:`` (or ``target:``), else the one
+    most of its entries give; its entries' countdowns are checked against it."""
+
+    @property
+    def title(self) -> str:
+        """The file's front matter ``title``, else its name without the extension (``tminus``)."""
+        title = str(self.front_matter.get("title") or "").strip()
+        return title or Path(self.path).stem
 
     def reassemble(self) -> str:
         """The repaired text of the file, from front matter, preamble, headers and bodies."""
@@ -165,14 +174,24 @@ class Worklog:
     preamble: str = ""
     front_matter: dict = field(default_factory=dict)
     target_date: dt.date | None = None
-    """The front matter's ``target_date:`` (or ``target:``), else the target date most
-    entries agree on (see :func:`load`)."""
+    """The log's target date: the one its files give (:attr:`SourceFile.target_date`); when two
+    files give different ones (a warning names both), that of the file of the newest entry."""
     diagnostics: list[Diagnostic] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
     files: list[SourceFile] = field(default_factory=list)
     """Per file: front matter, preamble and entries in file order (same order as :attr:`paths`)."""
     date_order: Literal["mdy", "dmy"] = "mdy"
     """Month/day order used to read the headers (inferred or given)."""
+
+    @property
+    def targets(self) -> dict[dt.date, list[str]]:
+        """Each distinct target date the files give -> the paths of the files that give it, in
+        file order; more than one key when two files name different targets."""
+        out: dict[dt.date, list[str]] = {}
+        for f in self.files:
+            if f.target_date is not None:
+                out.setdefault(f.target_date, []).append(f.path)
+        return out
 
     def reassemble(self, path: str | None = None) -> str:
         """The repaired text of ``path`` (the only file when ``None``).

@@ -201,22 +201,12 @@ def _assemble(files: list[SourceFile], diagnostics: list[Diagnostic], order: Lit
                    f"each under its source")
             diagnostics.append(Diagnostic(e.path, e.line, msg, DiagnosticCode.SAME_DAY))
     # The log's preamble and front matter are those of its first file with a preamble
-    # (in a folder of one-entry files, an index or README), else of its first file.
+    # (in a folder of one-entry files, an index or README), else of its first file; each
+    # file keeps its own (SourceFile), and its target date applies to its own entries.
     main = next((f for f in files if f.preamble.strip()), files[0] if files else SourceFile(""))
-    target, more = front_matter_target(main.front_matter, main.front_matter_text, main.path)
-    diagnostics += more
-    given_by = f"the front matter of {main.path} gives"
-    if target is None:
-        target, given_by = _majority_target(entries), "most entries give"
-    if target is not None:
-        for e in entries:
-            t = e.target_date
-            if t is not None and t != target:
-                msg = (
-                    f"countdown {_t_minus(e.countdown)} gives target date {t}, but {given_by} "
-                    f"{target} (expected {_t_minus((target - e.date).days)})"
-                )
-                diagnostics.append(Diagnostic(e.path, e.line, msg, DiagnosticCode.TARGET_DATE))
+    for f in files:
+        diagnostics += _file_target(f)
+    target = _log_target(files, entries, diagnostics)
     diagnostics += _unrecognised(files, entries)
     rank = {f.path: k for k, f in enumerate(files)}
     diagnostics.sort(key=lambda d: (rank.get(d.path, len(rank)), d.line, d.severity.rank))
@@ -257,6 +247,53 @@ def _unrecognised(files: list[SourceFile], entries: list[Entry]) -> list[Diagnos
         out.append(Diagnostic(files[0].path, 1, f"no entry in the log. Entry headers understood: {shapes_help()}.",
                               DiagnosticCode.NO_ENTRIES))
     return out
+
+
+def _file_target(f: SourceFile) -> list[Diagnostic]:
+    """Set ``f.target_date`` to the target its front matter names (``None`` without one), and
+    return the diagnostics: a bad front matter value, and each of its entries whose countdown
+    gives another date. Entries of files that name no target are checked by :func:`_log_target`."""
+    target, diagnostics = front_matter_target(f.front_matter, f.front_matter_text, f.path)
+    f.target_date = target
+    return diagnostics + _off_target(f.entries, target, f"the front matter of {f.path} gives")
+
+
+def _off_target(entries: list[Entry], target: dt.date | None, given_by: str) -> list[Diagnostic]:
+    """A warning for each of ``entries`` whose countdown gives another date than ``target``."""
+    out = []
+    for e in entries if target is not None else ():
+        t = e.target_date
+        if t is not None and t != target:
+            msg = (f"countdown {_t_minus(e.countdown)} gives target date {t}, but {given_by} "
+                   f"{target} (expected {_t_minus((target - e.date).days)})")
+            out.append(Diagnostic(e.path, e.line, msg, DiagnosticCode.TARGET_DATE))
+    return out
+
+
+def _log_target(files: list[SourceFile], entries: list[Entry], diagnostics: list[Diagnostic]) -> dt.date | None:
+    """The log's target date, and the check of the entries of files that name none.
+
+    The target the files' front matter names (:func:`_file_target`); without one, the one most
+    entries of the other files give (on a tie, the latest's). When two files name different
+    targets, a warning naming each file and its date, and the target of the file with the newest
+    entry. Entries of files that name no target are checked against the log's."""
+    named = [f for f in files if f.target_date is not None]
+    loose = [e for f in files if f.target_date is None for e in f.entries]
+    distinct = list(dict.fromkeys(f.target_date for f in named))
+    if not distinct:
+        target = _majority_target(loose)
+        diagnostics += _off_target(loose, target, "most entries give")
+        return target
+    owner = named[0]
+    if len(distinct) > 1:
+        by_path = {f.path: f for f in named}
+        owner = next((by_path[e.path] for e in reversed(entries) if e.path in by_path), named[-1])
+        which = "; ".join(f"{f.path} gives {f.target_date}" for f in named)
+        diagnostics.append(Diagnostic(named[0].path, 1, f"the files name different target dates: {which}; the home "
+                                      f"counts down to {owner.target_date} (that of {owner.path}, which has the "
+                                      "newest entry)", DiagnosticCode.TARGETS))
+    diagnostics += _off_target(loose, owner.target_date, f"the front matter of {owner.path} gives")
+    return owner.target_date
 
 
 def _t_minus(countdown: int) -> str:

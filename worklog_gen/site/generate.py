@@ -31,11 +31,11 @@ from worklog_gen.config import UnknownTag, WorklogConfig, read_mkdocs_yml, workl
 from worklog_gen.paths import inside
 from worklog_gen.site import assets, settings
 from worklog_gen.site import layout as paths
-from worklog_gen.site.feed import atom_feed
+from worklog_gen.site.feed import FEED_LENGTH, NO_SITE_URL, atom_feed
 from worklog_gen.site.kernels import kernels_page
 from worklog_gen.site.layout import Layout
 from worklog_gen.site.old_links import OldSiteLinks
-from worklog_gen.site.pages import SiteContext, nav_section, topic_page, worklog_pages
+from worklog_gen.site.pages import SiteContext, entry_body, nav_section, topic_page, worklog_pages
 from worklog_gen.site.topics import match_topics
 from worklog_gen.log import Severity, Worklog, load
 
@@ -162,7 +162,15 @@ def generate(cfg: WorklogConfig, root: Path, *, site_name: str, site_url: str | 
     if message := ctx.old_links.message():
         site.messages.append(Message(Severity.INFO, message))
     if cfg.feed:
-        extra[paths.FEED] = atom_feed(worklog, ctx.layout, title=site_name, site_url=site_url, author=site_author)
+        bodies: dict[str, str] = {}
+        newest = {e.slug for e in worklog.entries[-FEED_LENGTH:]}
+        for e in (e for e in worklog.entries if e.slug in newest):  # a day in two files: both texts
+            body = entry_body(e, ctx.entry_page(e), ctx)
+            bodies[e.slug] = f"{bodies[e.slug]}\n\n---\n\n{body}" if e.slug in bodies else body
+        extra[paths.FEED] = atom_feed(worklog, ctx.layout, title=site_name, site_url=site_url, author=site_author,
+                                      bodies=bodies)
+        if not site_url:
+            site.messages.append(Message(Severity.INFO, f"worklog: {NO_SITE_URL}"))
     site.files = {**pages, **extra, **assets.static_files()}
     return site
 
@@ -207,6 +215,7 @@ def _topic_pages(cfg: WorklogConfig, root: Path, worklog: Worklog, ctx: SiteCont
 
 def _add_rendered(rendered: render.RenderedPage, folder: str, extra: dict, messages: list[Message]) -> None:
     messages += [Message(Severity.WARNING, w) for w in rendered.warnings]
+    messages += [Message(Severity.INFO, n) for n in rendered.notes]
     for rel, data in rendered.files.items():
         extra[posixpath.normpath(posixpath.join(folder, rel))] = data
 

@@ -151,9 +151,7 @@ def day_page(log: Worklog, index: int, ctx: SiteContext, same_day: Sequence[int]
     for e in group:
         written = (f"Written as “{md_escape(e.header.strip())}”" if e.header.strip()
                    else "A post" if e.kind == "post" else "One entry per file")
-        body = ctx.old_links.rewrite(commonmark_lists(e.body), e.links, e.path).strip("\n")
-        if "{{" in body:  # Hugo shortcodes, as the markdown they stand for
-            body = to_markdown(body, lambda image, e=e: _image_url(image, e, src, ctx))
+        body = entry_body(e, src, ctx)
         if e.kind == "post" or len(group) > 1:  # its own headings sit under the page's (or its source's)
             body = shift_headings(body, 1)
         if len(group) == 1:
@@ -195,6 +193,16 @@ def day_page(log: Worklog, index: int, ctx: SiteContext, same_day: Sequence[int]
     return "\n\n".join(parts) + "\n"
 
 
+def entry_body(entry: Entry, src: str, ctx: SiteContext) -> str:
+    """The author's text of ``entry`` as its page (docs path ``src``) shows it: lists made
+    CommonMark, old-site links handled (``ctx.old_links``), Hugo shortcodes as the markdown they
+    stand for (a figure's image published beside the page, :func:`_image_url`)."""
+    body = ctx.old_links.rewrite(commonmark_lists(entry.body), entry.links, entry.path).strip("\n")
+    if "{{" in body:  # Hugo shortcodes, as the markdown they stand for
+        body = to_markdown(body, lambda image: _image_url(image, entry, src, ctx))
+    return body
+
+
 def _image_url(image: str, entry: Entry, page_src: str, ctx: SiteContext) -> str | None:
     """A figure's URL relative to its page: a URL as it is; a file found beside the entry's
     file (:func:`worklog_gen.log.shortcodes.find_image`) is published in the page's own folder at
@@ -217,8 +225,13 @@ def _image_url(image: str, entry: Entry, page_src: str, ctx: SiteContext) -> str
 def _countdown(log: Worklog, ctx: SiteContext) -> str:
     rows = []
     last = log.entries[-1] if log.entries else None
+    targets = log.targets
+    if len(targets) > 1:  # files that name different targets: each, with its files
+        for day, files in targets.items():
+            rows.append((f"Target date of {', '.join(md_escape(f) for f in files)}", f"{day:%A} {day.isoformat()}"))
     if log.target_date is not None:
-        rows.append(("Target date", f"{log.target_date:%A} {log.target_date.isoformat()}"))
+        which = "Target date" if len(targets) <= 1 else "Counting down to"
+        rows.append((which, f"{log.target_date:%A} {log.target_date.isoformat()}"))
         left = (log.target_date - ctx.build_date).days
         when = f"as of the build date {ctx.build_date.isoformat()}"
         rows.append(
@@ -252,11 +265,17 @@ def home_page(log: Worklog, ctx: SiteContext) -> str:
     heatmap and the timeline newest first by month, one summary line per entry. The heatmap's
     files (:func:`home_files`) go into ``ctx.files``."""
     src = ctx.layout.home
-    title = str(log.front_matter.get("title") or ctx.title)
+    prefaced = [(f.title, f.preamble, f.path) for f in log.files if f.preamble.strip()]
+    if not log.files and log.preamble.strip():  # a log made in code, without its files
+        prefaced = [("", log.preamble, log.paths[0] if log.paths else "<worklog>")]
+    title = str(log.front_matter.get("title") or ctx.title) if len(prefaced) <= 1 else ctx.title
     parts = [f"# {md_escape(title)}"]
-    if log.preamble.strip():
-        preamble = commonmark_lists(log.preamble)
-        parts.append(ctx.old_links.rewrite(preamble, _preamble_links(log), _first_path(log)).strip("\n"))
+    for file_title, text, path in prefaced:  # each file's routine and rules, under its title if several
+        preamble = commonmark_lists(text)
+        if len(prefaced) > 1:
+            parts.append(f"## {md_escape(file_title)}")
+            preamble = shift_headings(preamble, 2)
+        parts.append(ctx.old_links.rewrite(preamble, _preamble_links(text), path).strip("\n"))
     parts.append("## Countdown\n\n" + _countdown(log, ctx))
     see = [f"[Reading list]({relative(ctx.layout.reading_list, src)})", f"[Tasks]({relative(ctx.layout.tasks, src)})"]
     if ctx.feed:
@@ -302,15 +321,11 @@ def home_files(log: Worklog, ctx: SiteContext) -> dict[str, bytes]:
     return chart_files(chart, ctx.layout.heatmap)
 
 
-def _preamble_links(log: Worklog) -> list[Link]:
+def _preamble_links(preamble: str) -> list[Link]:
     # The data model keeps links per entry only; the preamble's root-relative links
     # are found here with the same regex the rewrite uses, at line 0 (unknown).
-    urls = re.findall(r"\]\(\s*<?(/[^/)\s>][^)\s>]*)", log.preamble)
+    urls = re.findall(r"\]\(\s*<?(/[^/)\s>][^)\s>]*)", preamble)
     return [Link(title="", url=u, line=0) for u in urls]
-
-
-def _first_path(log: Worklog) -> str:
-    return log.paths[0] if log.paths else (log.entries[0].path if log.entries else "<worklog>")
 
 
 def reading_list_page(log: Worklog, ctx: SiteContext) -> str:
