@@ -1,14 +1,14 @@
 """Time :func:`worklog_gen.log.parse.parse` on a 2,000-entry log (about five years of days).
 
-The log is built from the entries of the real T-minus log (or, without it, from a
-built-in entry in the same style), repeated with dates shifted one day per entry
-and countdowns to match, so its markdown is as dense as the author's. Prints each
-run's wall and CPU time, the CPU time other processes used during it (from
-``/proc/stat``: the machine is shared, and wall time includes waiting for a core),
-their medians, and the load average before and after. The goal is a median *wall*
-time of at most 1.5 s on a 2-core machine. ``--baseline`` also times one plain
-markdown-it-py parse of each entry body (CommonMark, nothing read from the tokens),
-the floor for a parser that reads entries from markdown-it-py's tokens.
+The log is built from the entries of a T-minus log (``--log``; by default the tests'
+fixture ``tests/fixtures/real_logs/tminus-worklog.md``, 12 days shaped like a real log),
+repeated with dates shifted one day per entry and countdowns to match, so its markdown
+is as dense as an author's. Prints each run's wall and CPU time, the CPU time other
+processes used during it (from ``/proc/stat``: the machine is shared, and wall time
+includes waiting for a core), their medians, and the load average before and after.
+The goal is a median *wall* time of at most 1.5 s on a 2-core machine. ``--baseline``
+also times one plain markdown-it-py parse of each entry body (CommonMark, nothing read
+from the tokens), the floor for a parser that reads entries from markdown-it-py's tokens.
 
     python benchmarks/bench_parse.py [--entries 2000] [--runs 5] [--log PATH] [--baseline]
 """
@@ -28,32 +28,19 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
-from worklog_gen.log.parse import HEADER_RE, format_header, parse
+from worklog_gen.log.parse import parse
+from worklog_gen.log.shapes import HEADER_RE, format_header
 
-REAL_LOG = Path(__file__).resolve().parents[2] / "shared" / "worklogs" / "tminus-worklog.md"
-
-FALLBACK_BODY = """
-[Making Deep Learning Go Brrrr From First Principles](https://horace.io/brrr_intro.html)
-
-Always First Principles thinking and approach;
-
-- The roofline model is a simplified, visual model of performance.
-- x-axis: arithmetic intensity (in operations per byte) and y-axis: performance.
-- The point where the diagonal and horizontal roof meet is the "ridge point".
-
-Coded Triton MatMul, both tiled GEMM and memory coalesced; the transpose `Y.T.contiguous()` matters.
-
-Slides for the presentation - Done, will practise tomorrow morning.
-Make an entry for TA experience, after dinner; -> Tmr;
-"""
+TMINUS_FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "real_logs" / "tminus-worklog.md"
+"""The default ``--log``: the tests' 12-day T-minus log, shaped like a real one."""
 
 
-def entry_bodies(log_path: Path | None) -> list[str]:
-    """Entry bodies (text after each header line) of the real log, or the built-in one."""
-    if log_path is None or not log_path.exists():
-        return [FALLBACK_BODY]
+def entry_bodies(log_path: Path) -> list[str]:
+    """Entry bodies (text after each header line) of the log at ``log_path``."""
     lines = log_path.read_text(encoding="utf-8").split("\n")
     heads = [i for i, line in enumerate(lines) if HEADER_RE.match(line)]
+    if not heads:
+        raise SystemExit(f"{log_path}: no entry headers found")
     bounds = heads[1:] + [len(lines)]
     return ["\n".join(lines[a + 1 : b]).rstrip("\n") + "\n" for a, b in zip(heads, bounds)]
 
@@ -129,9 +116,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--entries", type=int, default=2_000)
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--log", type=Path, default=REAL_LOG)
+    ap.add_argument("--log", type=Path, default=TMINUS_FIXTURE,
+                    help="the log whose entries are repeated (default: the tests' T-minus fixture)")
     ap.add_argument("--baseline", action="store_true", help="also time a plain markdown-it-py parse per entry")
     args = ap.parse_args()
+    if not args.log.is_file():
+        ap.error(f"--log {args.log}: no such file")
 
     bodies = entry_bodies(args.log)
     text = build_log(args.entries, bodies)

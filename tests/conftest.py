@@ -14,15 +14,18 @@ from worklog_gen.kit.roofline import RooflinePoint
 from worklog_gen.log import Entry, Link, Task, TaskStatus, Worklog
 
 REPO = Path(__file__).resolve().parent.parent
-REAL_LOG = REPO.parent / "shared" / "worklogs" / "tminus-worklog.md"
+TMINUS_FIXTURE = REPO / "tests" / "fixtures" / "real_logs" / "tminus-worklog.md"
+"""A T-minus learning log written for the tests, in the shape of a real one: HTML-comment-wrapped
+front matter, a ``T - X Days`` preamble, 12 days (12/09/25 to 12/20/2025, T - 154 to T - 143,
+target 2026-05-12) with mixed header forms, 24 links (one twice in a day, one on three days, two
+root-relative, a title with a typographic ligature), done and carried tasks, a header with a
+trailing space, whitespace-only lines, and no newline at the end."""
 OWN_LOG = REPO / "worklog" / "tminus.md"
 T_MINUS_LOGS = [
     pytest.param(OWN_LOG, id="own-log"),
-    pytest.param(REAL_LOG, id="real-log",
-                 marks=pytest.mark.skipif(not REAL_LOG.exists(), reason="the shared real log is not beside the repo")),
+    pytest.param(TMINUS_FIXTURE, id="tminus-fixture"),
 ]
-"""The T-minus logs every clone can test against (the project's own) and the author's real one,
-which only a checkout with ``../shared/`` beside it has."""
+"""The T-minus logs the tests read: the project's own and the test fixture, both in the repository."""
 
 
 @pytest.fixture

@@ -3,7 +3,9 @@
 The folder ``tests/fixtures/real_logs`` holds one log of each kind the README lists, with the
 defects real exports have: a T-minus export with mojibake, backwards links and CRLF line ends;
 a progress log whose headings name no year (the plugin's ``year`` is set); dated fragment
-notes with an empty day; a Hugo post bundle with its image.
+notes with an empty day; a Hugo post bundle with its image. It also holds ``tminus-worklog.md``,
+a clean T-minus log (conftest's ``TMINUS_FIXTURE``) that other tests read on its own; the
+project built here leaves it out, so the damaged exports are checked by themselves.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from worklog_gen.log import fix as fixer
 from worklog_gen.log.files import MAX_FILE_BYTES, MAX_NESTING
 
 FIXTURE = Path(__file__).parent / "fixtures" / "real_logs"
+CLEAN_LOGS = ("tminus-worklog.md",)  # read by conftest.TMINUS_FIXTURE's tests, not built here
 CONFIG = {
     "site_name": "Real logs",
     "theme": {"name": "material"},
@@ -41,7 +44,7 @@ SECRET = "do-not-publish-3f9c"
 
 def project(tmp_path: Path, plugin: dict | None = None) -> Path:
     root = tmp_path / "project"
-    shutil.copytree(FIXTURE, root / "worklog")
+    shutil.copytree(FIXTURE, root / "worklog", ignore=shutil.ignore_patterns(*CLEAN_LOGS))
     (root / "docs").mkdir()
     (root / "docs" / "index.md").write_text("# Home\n", encoding="utf-8")
     config = dict(CONFIG, plugins=["search", {"worklog": {"year": 2025, **(plugin or {})}}])

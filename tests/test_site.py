@@ -15,7 +15,7 @@ from bs4 import BeautifulSoup
 from markdown_it import MarkdownIt
 from mkdocs.exceptions import Abort
 
-from conftest import REAL_LOG, T_MINUS_LOGS
+from conftest import T_MINUS_LOGS, TMINUS_FIXTURE
 from worklog_gen.site import generate as generate_module
 from worklog_gen.log import Diagnostic, DiagnosticCode, Worklog
 
@@ -82,7 +82,7 @@ def words(markdown: str) -> set[str]:
     return set(WORD.findall(BeautifulSoup(MD.render(markdown), "html.parser").get_text(" ")))
 
 
-# --- the real log ---------------------------------------------------------------------------
+# --- the T-minus logs -----------------------------------------------------------------------
 
 
 def _t_minus_site(build_site, log: Path):
@@ -92,21 +92,19 @@ def _t_minus_site(build_site, log: Path):
 
 @pytest.fixture(params=T_MINUS_LOGS)
 def t_minus_site(request, build_site, fake_render):
-    """The site of the project's own T-minus log, and of the real one where it is beside the repo."""
+    """The site of the project's own T-minus log, and of the test fixture's."""
     return (*_t_minus_site(build_site, request.param), request.param)
 
 
 @pytest.fixture
-def real_site(build_site, fake_render, caplog):
-    if not REAL_LOG.exists():
-        pytest.skip(f"{REAL_LOG.name} is not next to the repository")
+def tminus_fixture_site(build_site, fake_render, caplog):
     caplog.set_level(logging.INFO)
-    return _t_minus_site(build_site, REAL_LOG)
+    return _t_minus_site(build_site, TMINUS_FIXTURE)
 
 
 def test_a_t_minus_log_has_a_page_per_entry_with_every_word(t_minus_site):
     site, entries, _ = t_minus_site
-    assert len(entries) >= 3  # the own log has 3 days and more to come, the real one 12
+    assert len(entries) >= 3  # the own log has 3 days and more to come, the fixture 12
     for date, header, body in entries:
         page = article_text(site, f"worklog/{date.isoformat()}/index.html")
         missing = words(body) - set(WORD.findall(page))
@@ -128,8 +126,8 @@ def test_a_t_minus_log_reading_list_has_every_distinct_url(t_minus_site):
     assert sorted(hrefs) == sorted(urls)  # each once
 
 
-def test_real_log_home_shows_target_date_streaks_and_timeline(real_site):
-    site, entries = real_site
+def test_tminus_fixture_home_shows_target_date_streaks_and_timeline(tminus_fixture_site):
+    site, entries = tminus_fixture_site
     home = article_text(site, "worklog/index.html")
     assert "2026-05-12" in home
     assert "Days logged: 12" in " ".join(home.split())
@@ -140,18 +138,18 @@ def test_real_log_home_shows_target_date_streaks_and_timeline(real_site):
     assert timeline == [f"{d.isoformat()}/" for d, _, _ in sorted(entries, reverse=True)]
 
 
-def test_real_log_old_site_links_are_kept_and_reported_once(real_site, caplog):
-    site, _ = real_site
+def test_tminus_fixture_old_site_links_are_kept_and_reported_once(tminus_fixture_site, caplog):
+    site, _ = tminus_fixture_site
     page = html(site, "worklog/2025-12-12/index.html")
-    assert page.find("a", href="/blog/2025/mlp-derivatives/") is not None
+    assert page.find("a", href="/blog/2025/softmax-by-hand/") is not None
     messages = [r for r in caplog.get_records("setup") if "root-relative" in r.getMessage()]  # built in the fixture
     assert len(messages) == 1 and messages[0].levelno == logging.INFO
-    assert "/blog/2025/mlp-derivatives/" in messages[0].getMessage()
+    assert "/blog/2025/softmax-by-hand/" in messages[0].getMessage()
 
 
-def test_real_log_day_pages_link_the_topics_they_mention(real_site):
-    site, _ = real_site
-    page = html(site, "worklog/2025-12-15/index.html")  # "Coded Triton MatMul, both tiled GEMM ..."
+def test_tminus_fixture_day_pages_link_the_topics_they_mention(tminus_fixture_site):
+    site, _ = tminus_fixture_site
+    page = html(site, "worklog/2025-12-15/index.html")  # "Wrote the Triton matmul from memory: the tiled GEMM loop ..."
     assert page.find("a", href="../../topics/tiled-matmul/") is not None
     topic = article_text(site, "topics/tiled-matmul/index.html")
     assert "Rendered tiled-matmul." in topic and "15 Dec 2025 · T-148" in topic

@@ -1,4 +1,4 @@
-"""The worklog parser: golden cases from the real log, the real log itself, and the rules one by one.
+"""The worklog parser: golden cases, a T-minus log shaped like a real one, and the rules one by one.
 
 Golden cases live in ``tests/golden``: ``<case>.md`` (or a folder ``<case>/``) is the
 input, ``<case>.json`` holds the options and the expected parse. After a deliberate
@@ -23,7 +23,7 @@ from worklog_gen.log.shapes import HeaderStyle, format_header, header_style
 from worklog_gen.log.tasks import parse_task
 from worklog_gen.log.words import count_words
 
-from conftest import REAL_LOG, T_MINUS_LOGS
+from conftest import T_MINUS_LOGS, TMINUS_FIXTURE
 
 GOLDEN = Path(__file__).parent / "golden"
 CASES = sorted(p.stem for p in GOLDEN.glob("*.json"))
@@ -111,48 +111,46 @@ def test_golden_cases_cover_the_brief():
 
 
 # ---------------------------------------------------------------------------
-# The real log
+# A T-minus log shaped like a real one (tests/fixtures/real_logs/tminus-worklog.md)
 
 
 @pytest.fixture(scope="module")
-def real_log() -> Worklog:
-    if not REAL_LOG.exists():
-        pytest.skip("the real log is not next to the repository")
-    return load(REAL_LOG)
+def tminus_log() -> Worklog:
+    return load(TMINUS_FIXTURE)
 
 
-def test_real_log_entries(real_log):
-    assert [e.date for e in real_log.entries] == [dt.date(2025, 12, d) for d in range(9, 21)]
-    assert [e.countdown for e in real_log.entries] == list(range(154, 142, -1))
-    assert real_log.target_date == dt.date(2026, 5, 12)
-    assert all(e.target_date == dt.date(2026, 5, 12) for e in real_log.entries)
-    assert real_log.date_order == "mdy"
+def test_tminus_log_entries(tminus_log):
+    assert [e.date for e in tminus_log.entries] == [dt.date(2025, 12, d) for d in range(9, 21)]
+    assert [e.countdown for e in tminus_log.entries] == list(range(154, 142, -1))
+    assert tminus_log.target_date == dt.date(2026, 5, 12)
+    assert all(e.target_date == dt.date(2026, 5, 12) for e in tminus_log.entries)
+    assert tminus_log.date_order == "mdy"
 
 
-def test_real_log_links(real_log):
-    links = [link for e in real_log.entries for link in e.links]
+def test_tminus_log_links(tminus_log):
+    links = [link for e in tminus_log.entries for link in e.links]
     assert len(links) == 24
-    lines = REAL_LOG.read_text(encoding="utf-8").split("\n")
+    lines = TMINUS_FIXTURE.read_text(encoding="utf-8").split("\n")
     for link in links:  # each link is on the line it names
         assert link.url in lines[link.line - 1]
     urls = [link.url for link in links]
-    lecture = "https://christianjmills.com/posts/cuda-mode-notes/lecture-014/"
-    matmul = "https://www.aleksagordic.com/blog/matmul"
+    lecture = "https://github.com/gpu-mode/lectures"
+    matmul = "https://siboehm.com/articles/22/CUDA-MMM"
     assert urls.count(lecture) == 2  # twice in one entry
     assert urls.count(matmul) == 3  # on three days
-    by_day = {e.date.day: [link.url for link in e.links] for e in real_log.entries}
+    by_day = {e.date.day: [link.url for link in e.links] for e in tminus_log.entries}
     assert by_day[10].count(lecture) == 2
     assert [d for d, u in by_day.items() if matmul in u] == [15, 18, 20]
     roots = [link for link in links if link.url.startswith("/blog/")]
     assert [(r.title, r.domain) for r in roots] == [
-        ("MLP Standard Derivatives Derivation", ""),
-        ("Simple MLP \u2013 Forward and Backward Pass (with Einsum)", ""),
+        ("Softmax by Hand: Three Passes to One", ""),
+        ("Online Softmax \u2013 Why the Rescaling Works", ""),
     ]
 
 
-def test_real_log_keeps_the_authors_characters(real_log):
-    mega = next(link for e in real_log.entries for link in e.links if "MegaBlocks" in link.title)
-    assert mega.title == "MegaBlocks: E\ufb03cient SparseTraining with Mixture-of-Experts"  # the ligature stays
+def test_tminus_log_keeps_the_authors_characters(tminus_log):
+    paper = next(link for e in tminus_log.entries for link in e.links if "IO-Awareness" in link.title)
+    assert paper.title == "FlashAttention: Fast and Memory-E\ufb03cient Exact Attention with IO-Awareness"  # the ligature stays
 
 
 @pytest.mark.parametrize("path", T_MINUS_LOGS)
@@ -162,20 +160,20 @@ def test_a_t_minus_log_reassembles_to_its_text(path):
     assert log.reassemble() == path.read_text(encoding="utf-8")
 
 
-def test_real_log_front_matter_and_preamble(real_log):
-    assert real_log.front_matter["title"] == "Worklog"
-    assert real_log.front_matter["permalink"] == "/worklog/"
-    assert "T - X Days" in real_log.preamble
-    assert real_log.entries[0].line == 27
+def test_tminus_log_front_matter_and_preamble(tminus_log):
+    assert tminus_log.front_matter["title"] == "Worklog"
+    assert tminus_log.front_matter["permalink"] == "/worklog/"
+    assert "T - X Days" in tminus_log.preamble
+    assert tminus_log.entries[0].line == 27
 
 
-def test_real_log_tasks(real_log):
-    tasks = {(t.line, t.status) for e in real_log.entries for t in e.tasks}
-    assert (230, TaskStatus.CARRIED) in tasks  # "Make an entry for TA experience, after dinner; -> Tmr;"
-    assert (157, TaskStatus.DONE) in tasks  # "... - Next; - Done;": the last marker wins
-    lines = REAL_LOG.read_text(encoding="utf-8").split("\n")
-    prose = [i + 1 for i, line in enumerate(lines) if line.startswith(("Done two dry runs", "Done with pre-midterm"))]
-    assert prose and not any(line in prose for line, _ in tasks)
+def test_tminus_log_tasks(tminus_log):
+    tasks = {(t.line, t.status) for e in tminus_log.entries for t in e.tasks}
+    assert (190, TaskStatus.CARRIED) in tasks  # "Write up the missing K mask for the log after dinner; -> Tmr;"
+    assert (134, TaskStatus.DONE) in tasks  # "... - Next; - Done;": the last marker wins
+    lines = TMINUS_FIXTURE.read_text(encoding="utf-8").split("\n")
+    prose = [i + 1 for i, line in enumerate(lines) if line.startswith(("Done rehearsing", "Done with the comparison"))]
+    assert len(prose) == 2 and not any(line in prose for line, _ in tasks)
 
 
 # ---------------------------------------------------------------------------
