@@ -108,6 +108,8 @@ def atom_feed(log: Worklog, layout: Layout, *, title: str, site_url: str | None 
     base = site_url.rstrip("/") + "/" if site_url else None
 
     def href(path: str) -> str:
+        if not path:  # the site's root (the worklog home of a site without a home page)
+            return base or "./"
         return base + path if base else relative(path, FEED) + ("/" if path.endswith("/") else "")
 
     ET.register_namespace("", ATOM_NS)
