@@ -259,3 +259,58 @@ def test_markup_in_titles_and_tags_is_text_everywhere(tmp_path):
         json.loads(data.read_text(encoding="utf-8"))
     index = json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))
     assert not [d for d in index["docs"] if "<script>alert(1)" in d["title"] + d["text"]]
+
+
+TMINUS = ("12/09/25 (T - 154)\nRead [Making Deep Learning Go Brrrr](https://horace.io/brrr_intro.html).\n\n"
+          "12/10/25 (T - 153)\nTimed the softmax at 4096 rows; bandwidth-bound.\n")
+
+
+def small_project(tmp_path: Path) -> Path:
+    """A project whose worklog is one T-minus file, with ``mkdocs.yml`` naming the plugin."""
+    root = tmp_path / "small"
+    (root / "worklog").mkdir(parents=True)
+    (root / "docs").mkdir()
+    (root / "docs" / "index.md").write_text("# Home\n", encoding="utf-8")
+    (root / "worklog" / "tminus.md").write_text(TMINUS, encoding="utf-8")
+    config = dict(CONFIG, plugins=["search", "worklog"])
+    (root / "mkdocs.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return root
+
+
+def run_cli(cwd: Path, *args: str):
+    here = os.getcwd()
+    os.chdir(cwd)
+    try:
+        return CliRunner().invoke(main, list(args))
+    finally:
+        os.chdir(here)
+
+
+def test_no_command_reads_a_link_out_of_the_log_folder_whatever_the_path_form(tmp_path):
+    root = small_project(tmp_path)
+    (tmp_path / "elsewhere.md").write_text(f"2025-02-01\n{SECRET}\n", encoding="utf-8")
+    (root / "worklog" / "borrowed.md").symlink_to(tmp_path / "elsewhere.md")
+    config = str(root / "mkdocs.yml")
+    runs = [(root, ["check"]), (root, ["export", "--format", "markdown"]), (root, ["export"]),
+            (root, ["export", "worklog", "--format", "markdown"]),
+            (root, ["export", str(root / "worklog"), "--format", "markdown"]),
+            (tmp_path, ["export", "-f", config, "--format", "markdown"]),
+            (tmp_path, ["export", "small/worklog", "--format", "markdown"]),
+            (tmp_path, ["check", "-f", config])]
+    for cwd, args in runs:
+        result = run_cli(cwd, *args)
+        assert SECRET not in result.output, args
+        assert "borrowed.md:1: warning: a link to" in result.output and "refused" in result.output, args
+
+
+def test_looping_and_dangling_links_are_reported(tmp_path):
+    root = small_project(tmp_path)
+    (root / "worklog" / "loop-a.md").symlink_to("loop-b.md")
+    (root / "worklog" / "loop-b.md").symlink_to("loop-a.md")
+    (root / "worklog" / "gone.md").symlink_to("moved-away.md")
+    log = load(root / "worklog", relative_to=root)
+    found = {(d.path, d.line, d.code) for d in log.diagnostics}
+    assert ("worklog/loop-a.md", 1, DiagnosticCode.UNSAFE_PATH) in found
+    assert ("worklog/loop-b.md", 1, DiagnosticCode.UNSAFE_PATH) in found
+    assert ("worklog/gone.md", 1, DiagnosticCode.FILE_REFUSED) in found
+    assert [e.date.isoformat() for e in log.entries] == ["2025-12-09", "2025-12-10"]
