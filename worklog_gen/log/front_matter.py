@@ -35,6 +35,18 @@ class _FrontMatterLoader(yaml.SafeLoader):
                                               "matter", event.start_mark)
         return super().compose_node(parent, index)
 
+    def construct_yaml_timestamp(self, node):
+        """A date or time as PyYAML reads it; one that does not exist (``2026-02-30``,
+        ``0000-01-01``), where PyYAML raises a bare ``ValueError``, stays the text written, so
+        that the key that holds it reports an invalid date at its line."""
+        try:
+            return super().construct_yaml_timestamp(node)
+        except (ValueError, OverflowError):
+            return self.construct_scalar(node)
+
+
+_FrontMatterLoader.add_constructor("tag:yaml.org,2002:timestamp", _FrontMatterLoader.construct_yaml_timestamp)
+
 
 Span = tuple[int, int, int]
 """``(end, yaml_start, yaml_end)``: see :func:`front_matter_span`."""
@@ -76,8 +88,10 @@ def front_matter_span(lines: list[str]) -> Span:
 def read_front_matter(lines: list[str], span: Span, path: str) -> tuple[dict, list[Diagnostic]]:
     """The YAML mapping of the front matter at ``span`` in ``lines`` of the file ``path``.
 
-    ``{}`` without front matter or when it is empty. Invalid YAML, or YAML that is not
-    a mapping, gives ``{}`` and an error naming the line. Never raises on content.
+    ``{}`` without front matter or when it is empty. Invalid YAML, YAML nested too deep to read,
+    or YAML that is not a mapping, gives ``{}`` and an error naming the line. A date that does not
+    exist (``2026-02-30``) is kept as its text, for the reader of its key to report. Never raises
+    on content.
     """
     end, a, b = span
     if not end:
@@ -89,6 +103,9 @@ def read_front_matter(lines: list[str], span: Span, path: str) -> tuple[dict, li
         line = a + (mark.line if mark else 0) + 1
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         return {}, [Diagnostic(path, line, f"front matter is not valid YAML: {problem}", DiagnosticCode.FRONT_MATTER)]
+    except RecursionError:  # PyYAML composes nested collections recursively
+        msg = "front matter nested too deep to read (lists or mappings inside each other)"
+        return {}, [Diagnostic(path, a + 1, msg, DiagnosticCode.FRONT_MATTER)]
     if data is None:
         return {}, []
     if not isinstance(data, dict):
@@ -144,11 +161,16 @@ def per_file_date(
         value = fm["countdown"]
         if isinstance(value, int) and not isinstance(value, bool):
             countdown = value
-        elif isinstance(value, str) and re.fullmatch(r"[ \t]*[-+]?\d+[ \t]*", value):
+        elif isinstance(value, str) and re.fullmatch(r"[ \t]*[-+]?\d{1,9}[ \t]*", value):
             countdown = int(value)
-        else:
+        try:  # the target date, date + countdown, must be a date too
+            if countdown is not None:
+                date + dt.timedelta(days=countdown)
+        except OverflowError:
+            countdown = None
+        if countdown is None:
             line = _key_line(lines, span[1], span[2], "countdown") or max(span[1], 1)
-            msg = f"front matter countdown {value!r} is not a whole number"
+            msg = f"front matter countdown {value!r} is not a whole number of days that gives a target date"
             diagnostics.append(Diagnostic(path, line, msg, DiagnosticCode.FRONT_MATTER))
     return date, countdown, diagnostics
 
