@@ -314,3 +314,86 @@ def test_looping_and_dangling_links_are_reported(tmp_path):
     assert ("worklog/loop-b.md", 1, DiagnosticCode.UNSAFE_PATH) in found
     assert ("worklog/gone.md", 1, DiagnosticCode.FILE_REFUSED) in found
     assert [e.date.isoformat() for e in log.entries] == ["2025-12-09", "2025-12-10"]
+
+
+@pytest.mark.parametrize("front_matter, line, code", [
+    ("title: Warp shuffles\ndate: 2026-02-30", 3, DiagnosticCode.INVALID_DATE),
+    ("title: Warp shuffles\ndate: 0000-01-01", 3, DiagnosticCode.INVALID_DATE),
+    ("title: Warp shuffles\ndate: 2026-02-28\ntarget: 2026-02-30", 4, DiagnosticCode.FRONT_MATTER),
+    ("title: Warp shuffles\ndate: 2026-01-05\ncountdown: 99999999999999999999", 4, DiagnosticCode.FRONT_MATTER),
+    ("title: Warp shuffles\ndate: 2026-01-05\ntags: " + "[" * 3000, 2, DiagnosticCode.FRONT_MATTER),
+])
+def test_an_impossible_front_matter_value_is_an_error_at_its_line_and_the_log_still_reads(
+        tmp_path, front_matter, line, code):
+    root = small_project(tmp_path)
+    (root / "worklog" / "post.md").write_text(f"---\n{front_matter}\n---\nShuffles within a warp.\n", encoding="utf-8")
+    log = load(root / "worklog", relative_to=root)
+    assert any(d.path == "worklog/post.md" and d.line == line and d.code is code and d.severity == "error"
+               for d in log.diagnostics), [str(d) for d in log.diagnostics]
+    assert {"2025-12-09", "2025-12-10"} <= {e.date.isoformat() for e in log.entries}
+    for args in (["check"], ["export"], ["export", "--format", "markdown"]):
+        result = run_cli(root, *args)
+        assert result.exit_code == 1 and (result.exception is None or isinstance(result.exception, SystemExit)), args
+        assert f"worklog/post.md:{line}: error:" in result.output, args
+
+
+def test_a_progress_log_year_out_of_the_calendar_is_an_error():
+    log = parse("---\nyear: 99999999999999\n---\n## November 24 - Day 25\nTimed the softmax.\n", "progress.md")
+    assert [d.code for d in log.diagnostics if d.severity == "error"] == [DiagnosticCode.FRONT_MATTER]
+
+
+def test_fix_never_rewrites_a_file_that_is_no_log_or_that_is_read_only(tmp_path):
+    root = small_project(tmp_path)
+    damaged = "12/11/25 (T - 152)\r\nMemory-E\u00ef\u00ac\u0192cient attention\r\n"
+    junk = bytes(range(1, 256)) * 40  # random-looking bytes, no NUL, named .md
+    (root / "worklog" / "junk.md").write_bytes(junk)
+    readonly = root / "worklog" / "readonly.md"
+    readonly.write_bytes(damaged.encode("utf-8"))
+    readonly.chmod(0o444)
+    result = check(root, "--fix")
+    assert "worklog/junk.md: not fixed: no entry is recognised in it" in result.output
+    assert "worklog/readonly.md: not fixed: the file is read-only" in result.output
+    assert (root / "worklog" / "junk.md").read_bytes() == junk
+    assert readonly.read_bytes() == damaged.encode("utf-8")
+    readonly.chmod(0o644)
+    (root / "worklog").chmod(0o555)
+    try:
+        result = check(root, "--fix")
+        assert "worklog/readonly.md: not fixed: its folder" in result.output and "read-only" in result.output
+        assert readonly.read_bytes() == damaged.encode("utf-8")
+    finally:
+        (root / "worklog").chmod(0o755)
+
+
+def test_a_permission_error_while_fixing_is_a_message(tmp_path, monkeypatch):
+    root = small_project(tmp_path)
+    (root / "worklog" / "crlf.md").write_bytes(b"12/11/25 (T - 152)\r\nTimed the reduction.\r\n")
+
+    def denied(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(root / "worklog"))
+
+    monkeypatch.setattr(os, "replace", denied)
+    result = check(root, "--fix")
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert "worklog/crlf.md: not fixed: cannot write it: Permission denied" in result.output
+    assert (root / "worklog" / "crlf.md").read_bytes() == b"12/11/25 (T - 152)\r\nTimed the reduction.\r\n"
+    assert not [p for p in (root / "worklog").iterdir() if p.name.endswith(".fix")]
+
+
+@pytest.mark.parametrize("command", [["check"], ["export"], ["new", "--date", "2025-12-11"]])
+def test_a_worklog_dir_that_does_not_exist_is_one_line_exit_2(tmp_path, command):
+    root = small_project(tmp_path)
+    shutil.rmtree(root / "worklog")
+    result = run_cli(root, *command)
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith("Error: ") and "worklog" in line and "no such file or folder" in line
+
+
+def test_export_exits_1_after_printing_a_log_with_errors(tmp_path):
+    root = small_project(tmp_path)
+    (root / "worklog" / "tminus.md").write_text(TMINUS + "\n12/10/25 (T - 153)\nThe same day twice.\n",
+                                                encoding="utf-8")
+    result = run_cli(root, "export")
+    assert result.exit_code == 1 and "duplicate day 2025-12-10" in result.stderr
+    assert json.loads(result.stdout)["entries"]
