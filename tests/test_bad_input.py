@@ -52,6 +52,8 @@ def project(tmp_path: Path, plugin: dict | None = None) -> Path:
 def mkdocs_build(root: Path, strict: bool = True) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "mkdocs", "build", *(["--strict"] if strict else []), "-f", str(root / "mkdocs.yml")]
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1", SOURCE_DATE_EPOCH="1764000000")
+    # the worklog_gen of this checkout, whatever checkout the installed package points at
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).parents[1]), env.get("PYTHONPATH")]))
     return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=root)
 
 
@@ -397,3 +399,23 @@ def test_export_exits_1_after_printing_a_log_with_errors(tmp_path):
     result = run_cli(root, "export")
     assert result.exit_code == 1 and "duplicate day 2025-12-10" in result.stderr
     assert json.loads(result.stdout)["entries"]
+
+
+@pytest.mark.parametrize("marker", ["- ", "1. ", "> ", "* > 2) "])
+def test_nesting_written_on_one_line_is_refused(tmp_path, marker):
+    folder = tmp_path / "log"
+    folder.mkdir()
+    (folder / "good.md").write_text("2025-01-13\nshared memory banks\n", encoding="utf-8")
+    (folder / "deep.md").write_text(f"2025-01-16\nA note.\n{marker * 500}warp shuffles\n", encoding="utf-8")
+    log = load(folder)
+    refused = [(Path(d.path).name, d.line) for d in log.diagnostics if d.code is DiagnosticCode.FILE_REFUSED]
+    assert refused == [("deep.md", 3)]
+    assert [e.date.isoformat() for e in log.entries] == ["2025-01-13"]
+
+
+def test_a_site_with_a_list_nested_on_one_line_still_builds(tmp_path):
+    root = small_project(tmp_path)
+    (root / "worklog" / "deep.md").write_text("2025-12-11\n" + "- " * 500 + "x\n", encoding="utf-8")
+    result = mkdocs_build(root, strict=False)
+    assert result.returncode == 0, result.stdout[-2000:]
+    assert "worklog/deep.md:2: warning: lists or quotes nested" in result.stdout

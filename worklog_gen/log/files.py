@@ -18,6 +18,7 @@ it out (the file itself is untouched). The limits, and why:
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from markdown_it import MarkdownIt
@@ -30,6 +31,8 @@ MAX_FILE_BYTES = 16 * 2**20
 """The largest worklog file read, 16 MiB."""
 MAX_NESTING = 32
 """The deepest nesting of lists and quotes read."""
+_CONTAINER_PREFIX = re.compile(r"(?:[ \t>]|[-+*](?=[ \t])|\d{1,9}[.)](?=[ \t]))*")
+"""What can open a list or quote at the start of a line: indentation, ``>``, list markers."""
 _CONTAINERS = frozenset({"bullet_list_open", "ordered_list_open", "blockquote_open"})
 
 
@@ -83,10 +86,10 @@ def display_name(path: Path, root: str | Path | None) -> str:
 def nesting(text: str) -> tuple[int, int]:
     """The deepest nesting of lists and block quotes in ``text`` (markdown-it-py's block parse)
     and the 1-based line where it first passes :data:`MAX_NESTING` (else where it is reached);
-    ``(0, 0)`` without any. A quick look at the lines
-    first: only text with a line indented :data:`MAX_NESTING` columns or more, or quoted as
-    deep, is parsed."""
-    if not any(len(line) - len(line.lstrip(" \t>")) >= MAX_NESTING for line in text.split("\n")):
+    ``(0, 0)`` without any. A quick look at the lines first: only text with a line whose
+    container prefix (indentation, ``>`` and list markers such as ``- - -`` or ``1. 1.``, which
+    nest on one line) is :data:`MAX_NESTING` characters or more is parsed."""
+    if not any(_CONTAINER_PREFIX.match(line).end() >= MAX_NESTING for line in text.split("\n")):
         return 0, 0
     md = MarkdownIt("commonmark", {"maxNesting": 4 * MAX_NESTING + 8}).disable(["inline"], ignoreInvalid=True)
     depth, deepest, where = 0, 0, 0
