@@ -419,3 +419,27 @@ def test_a_site_with_a_list_nested_on_one_line_still_builds(tmp_path):
     result = mkdocs_build(root, strict=False)
     assert result.returncode == 0, result.stdout[-2000:]
     assert "worklog/deep.md:2: warning: lists or quotes nested" in result.stdout
+
+
+def test_every_link_of_a_long_paragraph_has_its_own_line():
+    """A pasted reading list is one paragraph of thousands of lines; each link keeps its line
+    (found from a table of line starts, not by counting from the paragraph's start per link)."""
+    rows = []
+    for i in range(3000):
+        if i % 3 == 0:
+            rows.append(f"Read [paper {i}](https://arxiv.org/abs/{i:07d}) and <https://github.com/k/{i}>")
+        elif i % 3 == 1:
+            rows.append(f"then [a title over\ntwo lines {i}](https://triton-lang.org/{i}) [ref {i}][r]")
+        else:
+            rows.append(f"notes on num_warps, no link {i}")
+    text = "12/09/25 (T - 154)\n" + "\n".join(rows) + "\n\n[r]: https://horace.io/brrr_intro.html\n"
+    (entry,) = parse(text, "links.md").entries
+    lines = text.split("\n")
+    for link in entry.links:
+        line = lines[link.line - 1]
+        assert f"[{link.title.split()[0]}" in line or f"<{link.url}>" in line, link  # the line the link starts on
+    assert len(entry.links) == 4 * 1000
+    first = [(link.line, link.url) for link in entry.links[:5]]
+    assert first == [(2, "https://arxiv.org/abs/0000000"), (2, "https://github.com/k/0"),
+                     (3, "https://triton-lang.org/1"), (4, "https://horace.io/brrr_intro.html"),
+                     (6, "https://arxiv.org/abs/0000003")]

@@ -20,6 +20,8 @@ markdown syntax are not prose.
 
 from __future__ import annotations
 
+import bisect
+import re
 from typing import NamedTuple
 
 from markdown_it import MarkdownIt
@@ -29,6 +31,7 @@ from worklog_gen.log.model import Link
 from worklog_gen.log.words import count_words
 
 _CODE_TOKENS = frozenset({"fence", "code_block", "html_block"})
+_NEWLINE = re.compile("\n")
 
 
 class Scan(NamedTuple):
@@ -64,6 +67,7 @@ def _inline(children: list[Token], content: str, first_line: int) -> tuple[str, 
     ``children``, parsed from ``content`` whose first line is ``first_line`` (1-based)."""
     pieces: list[str] = []
     found: list[Link] = []
+    newlines: list[int] | None = None  # where each line of ``content`` ends, found once, at the first link
     title: list[str] | None = None
     link_open = None
     autolink = False
@@ -76,7 +80,9 @@ def _inline(children: list[Token], content: str, first_line: int) -> tuple[str, 
             href = link_open.attrGet("href") if link_open is not None else None
             if href:
                 pos = link_open.meta.get("src_pos", 0)
-                line = first_line + content.count("\n", 0, pos)
+                if newlines is None:
+                    newlines = [m.start() for m in _NEWLINE.finditer(content)]
+                line = first_line + bisect.bisect_left(newlines, pos)  # newlines before pos
                 found.append(Link(" ".join("".join(title).split()), str(href), line))
             link_open, title, autolink = None, None, False
             pieces.append(" ")
