@@ -211,7 +211,6 @@ def test_generate_out_never_replaces_a_folder_it_did_not_write(tmp_path):
 @pytest.mark.parametrize("front_matter, expected", [
     ("- a list\n- of tags", "front matter is not a mapping"),
     ("just a sentence", "front matter is not a mapping"),
-    ("a: &x [1, 2]\nb: *x", "an alias (*x) is not allowed"),
     ("title: !!python/object/apply:os.system [echo owned]", "could not determine a constructor"),
     ("title: [unclosed", "front matter is not valid YAML"),
 ])
@@ -443,3 +442,22 @@ def test_every_link_of_a_long_paragraph_has_its_own_line():
     assert first == [(2, "https://arxiv.org/abs/0000000"), (2, "https://github.com/k/0"),
                      (3, "https://triton-lang.org/1"), (4, "https://horace.io/brrr_intro.html"),
                      (6, "https://arxiv.org/abs/0000003")]
+
+
+def test_a_yaml_alias_refuses_its_file_with_a_warning_and_the_rest_builds(tmp_path):
+    root = small_project(tmp_path)
+    (root / "worklog" / "2026-01-05-shuffles.md").write_text(
+        "---\ntitle: Warp shuffles\ndate: 2026-01-05\ntags: &t [cuda, warps]\ncategories: *t\n---\n"
+        "Shuffles move registers between the lanes of a warp.\n", encoding="utf-8")
+    log = load(root / "worklog", relative_to=root)
+    (d,) = [d for d in log.diagnostics if d.path == "worklog/2026-01-05-shuffles.md"]
+    assert (d.line, d.code, d.severity) == (5, DiagnosticCode.FILE_REFUSED, "warning") and "alias (*t)" in d.message
+    assert [e.date.isoformat() for e in log.entries] == ["2025-12-09", "2025-12-10"]
+    assert not [d for d in log.diagnostics if d.severity == "error"]
+    assert "Shuffles move" not in log.preamble
+    result = mkdocs_build(root, strict=False)
+    assert result.returncode == 0, result.stdout[-2000:]
+    assert "2026-01-05-shuffles.md:5: warning: an alias (*t)" in result.stdout
+    assert "no entry" not in result.stdout
+    assert not (root / "site" / "worklog" / "2026-01-05-warp-shuffles").exists()
+    assert mkdocs_build(root).returncode == 1  # --strict fails on the warning

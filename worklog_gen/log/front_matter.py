@@ -23,6 +23,10 @@ _FM_COMMENT_OPEN = re.compile(r"^<!--[ \t]*(?:---[ \t]*)?$")
 _FM_COMMENT_CLOSE = re.compile(r"^(?:---[ \t]*)?-->[ \t]*$")
 _ISO_STEM = re.compile(r"^(\d{4}-\d{2}-\d{2})")
 
+class AliasRefused(yaml.composer.ComposerError):
+    """A YAML alias (``*name``) in front matter: the file is refused (see :class:`_FrontMatterLoader`)."""
+
+
 class _FrontMatterLoader(yaml.SafeLoader):
     """PyYAML's safe loader (no Python objects from tags such as ``!!python/object``) without
     aliases: ``*name`` can make a few lines expand to billions of values ("billion laughs"), and
@@ -31,8 +35,8 @@ class _FrontMatterLoader(yaml.SafeLoader):
     def compose_node(self, parent, index):
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
-            raise yaml.composer.ComposerError(None, None, f"an alias (*{event.anchor}) is not allowed in front "
-                                              "matter", event.start_mark)
+            raise AliasRefused(None, None, f"an alias (*{event.anchor}) is not allowed in front matter",
+                               event.start_mark)
         return super().compose_node(parent, index)
 
     def construct_yaml_timestamp(self, node):
@@ -89,15 +93,19 @@ def read_front_matter(lines: list[str], span: Span, path: str) -> tuple[dict, li
     """The YAML mapping of the front matter at ``span`` in ``lines`` of the file ``path``.
 
     ``{}`` without front matter or when it is empty. Invalid YAML, YAML nested too deep to read,
-    or YAML that is not a mapping, gives ``{}`` and an error naming the line. A date that does not
-    exist (``2026-02-30``) is kept as its text, for the reader of its key to report. Never raises
-    on content.
+    or YAML that is not a mapping, gives ``{}`` and an error naming the line. A YAML alias gives
+    ``{}`` and a ``file-refused`` warning at its line: the caller leaves the whole file out. A date
+    that does not exist (``2026-02-30``) is kept as its text, for the reader of its key to report.
+    Never raises on content.
     """
     end, a, b = span
     if not end:
         return {}, []
     try:
         data = yaml.load("\n".join(lines[a:b]), Loader=_FrontMatterLoader) if b > a else None
+    except AliasRefused as exc:
+        msg = f"{exc.problem} (aliases can make a few lines expand to billions of values): refused, left out of the site"
+        return {}, [Diagnostic(path, a + exc.problem_mark.line + 1, msg, DiagnosticCode.FILE_REFUSED)]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = a + (mark.line if mark else 0) + 1

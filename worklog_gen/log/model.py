@@ -140,6 +140,9 @@ class SourceFile:
     """Number of lines (``text.split("\\n")``, so a final newline adds an empty one)."""
     file: Path | None = None
     """The file on disk it was read from (``None`` for text given to :func:`~worklog_gen.log.parse.parse`)."""
+    refused: bool = False
+    """Left out of the log (its front matter holds a YAML alias): no entries, and its text, kept
+    as :attr:`preamble` so that it reassembles, is no part of the site."""
 
     def reassemble(self) -> str:
         """The repaired text of the file, from front matter, preamble, headers and bodies."""

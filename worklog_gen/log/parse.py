@@ -105,6 +105,10 @@ def _build(p: _Prepared, order: Literal["mdy", "dmy"], year: int | None = None,
     diagnostics += fm_diags
     src = SourceFile(path=p.path, front_matter_text="\n".join(lines[:fm_end]), front_matter_lines=fm_end,
                      front_matter=fm, line_count=len(lines))
+    if any(d.code is DiagnosticCode.FILE_REFUSED for d in fm_diags):  # a YAML alias: the file is left out
+        src.refused = True
+        src.preamble, src.preamble_lines = "\n".join(lines[fm_end:]), len(lines) - fm_end
+        return src, diagnostics
     if p.shape is None:
         src.entries = _whole_file(p, src, fm, order, diagnostics)
         return src, diagnostics
@@ -202,7 +206,8 @@ def _assemble(files: list[SourceFile], diagnostics: list[Diagnostic], order: Lit
             diagnostics.append(Diagnostic(e.path, e.line, msg, DiagnosticCode.SAME_DAY))
     # The log's preamble and front matter are those of its first file with a preamble
     # (in a folder of one-entry files, an index or README), else of its first file.
-    main = next((f for f in files if f.preamble.strip()), files[0] if files else SourceFile(""))
+    kept = [f for f in files if not f.refused]
+    main = next((f for f in kept if f.preamble.strip()), kept[0] if kept else SourceFile(""))
     target, more = front_matter_target(main.front_matter, main.front_matter_text, main.path)
     diagnostics += more
     given_by = f"the front matter of {main.path} gives"
@@ -245,7 +250,7 @@ def _unrecognised(files: list[SourceFile], entries: list[Entry]) -> list[Diagnos
     at all, each listing the header shapes understood and the lines that look most like a date."""
     out = []
     for f in files:
-        if f.entries or (entries and Path(f.path).stem.lower() in INDEX_NAMES):
+        if f.entries or f.refused or (entries and Path(f.path).stem.lower() in INDEX_NAMES):
             continue
         lines = (f.front_matter_text + "\n" + f.preamble).split("\n") if f.front_matter_lines else f.preamble.split("\n")
         near = [f"line {n}: “{line.strip()[:60]}”" for n, line in enumerate(lines, start=1)
@@ -254,8 +259,9 @@ def _unrecognised(files: list[SourceFile], entries: list[Entry]) -> list[Diagnos
         out.append(Diagnostic(f.path, 1, f"no entry recognised in this file. Entry headers understood: {shapes_help()}."
                               + hint + ".", DiagnosticCode.NO_ENTRIES))
     if files and not entries and not out:
-        out.append(Diagnostic(files[0].path, 1, f"no entry in the log. Entry headers understood: {shapes_help()}.",
-                              DiagnosticCode.NO_ENTRIES))
+        why = (": every file was refused (see above)" if all(f.refused for f in files)
+               else f". Entry headers understood: {shapes_help()}.")
+        out.append(Diagnostic(files[0].path, 1, f"no entry in the log{why}", DiagnosticCode.NO_ENTRIES))
     return out
 
 
