@@ -8,6 +8,7 @@ notes with an empty day; a Hugo post bundle with its image.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 import os
@@ -461,3 +462,42 @@ def test_a_yaml_alias_refuses_its_file_with_a_warning_and_the_rest_builds(tmp_pa
     assert "no entry" not in result.stdout
     assert not (root / "site" / "worklog" / "2026-01-05-warp-shuffles").exists()
     assert mkdocs_build(root).returncode == 1  # --strict fails on the warning
+
+
+def test_two_new_commands_at_once_write_each_day_once_and_in_order(tmp_path, monkeypatch):
+    """Two ``new`` racing, as threads that read the log at the same moment and are slow to append
+    (the read is made slow, so that without the lock both would read before either writes)."""
+    import threading
+    import time
+
+    from worklog_gen.log import authoring
+
+    def slow_load(*args, **kwargs):
+        log = load(*args, **kwargs)
+        time.sleep(0.2)
+        return log
+
+    monkeypatch.setattr(authoring, "load", slow_load)
+    for round_ in range(3):
+        path = tmp_path / f"tminus-{round_}.md"
+        path.write_text(TMINUS, encoding="utf-8")
+        days = ["2025-12-11", "2025-12-11"] if round_ % 2 == 0 else ["2025-12-12", "2025-12-11"]
+        start, outcomes = threading.Barrier(2), []
+
+        def racer(day):
+            start.wait()
+            try:
+                outcomes.append(authoring.append_entry(path, dt.date.fromisoformat(day))[1])
+            except ValueError as exc:
+                outcomes.append(str(exc))
+
+        threads = [threading.Thread(target=racer, args=(day,)) for day in days]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        headers = [line for line in path.read_text(encoding="utf-8").split("\n") if line.startswith("12/")]
+        assert len(headers) == len(set(headers)), (headers, outcomes)  # no day twice
+        entries = load(path).entries
+        assert [e.date for e in entries] == sorted(e.date for e in entries), (headers, outcomes)  # in order
+        assert not [d for d in load(path).diagnostics if d.severity == "error"]
