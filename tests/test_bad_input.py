@@ -9,6 +9,7 @@ notes with an empty day; a Hugo post bundle with its image.
 from __future__ import annotations
 
 import datetime as dt
+import html
 import json
 import re
 import os
@@ -501,3 +502,21 @@ def test_two_new_commands_at_once_write_each_day_once_and_in_order(tmp_path, mon
         entries = load(path).entries
         assert [e.date for e in entries] == sorted(e.date for e in entries), (headers, outcomes)  # in order
         assert not [d for d in load(path).diagnostics if d.severity == "error"]
+
+
+def test_each_tag_links_to_its_own_heading_even_when_tags_slugify_alike(tmp_path):
+    root = small_project(tmp_path)
+    tags = ["Upper", "UPPER", "\U0001f680", ".", "..", "Tags", "tag"]
+    for k, tag in enumerate(tags):
+        (root / "worklog" / f"2026-01-{k + 1:02d}-post.md").write_text(
+            f"---\ntitle: Post {k}\ndate: 2026-01-{k + 1:02d}\ntags: [{json.dumps(tag, ensure_ascii=False)}]\n---\nNotes on warp shuffles.\n",
+            encoding="utf-8")
+    result = mkdocs_build(root)
+    assert result.returncode == 0, result.stdout[-3000:]
+    page = (root / "site" / "worklog" / "tags" / "index.html").read_text(encoding="utf-8")
+    ids = {html_text: id_ for id_, html_text in re.findall(r'<h2 id="([^"]*)">(.*?)</h2>', page)}
+    assert len(ids) == len(tags) and len(set(ids.values())) == len(tags) and all(ids.values()), ids
+    for k, tag in enumerate(tags):
+        post = (root / "site" / "worklog" / f"2026-01-{k + 1:02d}-post-{k}" / "index.html").read_text(encoding="utf-8")
+        (anchor,) = re.findall(r'href="\.\./tags/#([^"]*)"', post)
+        assert ids[html.escape(tag, quote=False)] == anchor, (tag, anchor)
