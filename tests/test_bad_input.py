@@ -520,3 +520,55 @@ def test_each_tag_links_to_its_own_heading_even_when_tags_slugify_alike(tmp_path
         post = (root / "site" / "worklog" / f"2026-01-{k + 1:02d}-post-{k}" / "index.html").read_text(encoding="utf-8")
         (anchor,) = re.findall(r'href="\.\./tags/#([^"]*)"', post)
         assert ids[html.escape(tag, quote=False)] == anchor, (tag, anchor)
+
+
+SCRIPT_LINKS = ("12/11/25 (T - 152)\n"
+                "Read [the paper](javascript:alert(1)) and [the code](<java\tscript:alert(2)>).\n"
+                "Then [the notes](JaVa&#9;ScRiPt:alert(3)) and <a href=\" javascript:alert(4)\">raw</a>.\n"
+                "Kept: [FlashAttention](https://arxiv.org/abs/2205.14135), [home](../index.md).\n"
+                "<img src=x onerror=\"alert(5)\"><script>alert(6)</script>\n")
+
+
+def test_script_links_are_reported_at_their_lines_and_never_kept():
+    log = parse(TMINUS + "\n" + SCRIPT_LINKS, "worklog/tminus.md")
+    found = [(d.line, d.code) for d in log.diagnostics if d.code is DiagnosticCode.UNSAFE_LINK]
+    assert found == [(8, DiagnosticCode.UNSAFE_LINK)] * 2 + [(9, DiagnosticCode.UNSAFE_LINK)] * 2
+    (entry,) = [e for e in log.entries if e.date.isoformat() == "2025-12-11"]
+    assert [link.url for link in entry.links] == ["https://arxiv.org/abs/2205.14135", "../index.md"]
+
+
+def test_sanitize_functions_without_mkdocs():
+    from worklog_gen.site.sanitize import clean_html, drop_script_links
+
+    page = ('<p><a href="javascript:alert(1)">a</a> <a href="java&#9;script:x" title="t">b</a>\n'
+            '<A HREF=" JAVASCRIPT:x">c</A> <a href="https://triton-lang.org">d</a> <a href="../x/">e</a></p>')
+    dropped, n = drop_script_links(page)
+    assert n == 3 and "script:" not in dropped.lower() and '<a title="t">b</a>' in dropped
+    assert '<a href="https://triton-lang.org">d</a> <a href="../x/">e</a></p>' in dropped
+    assert drop_script_links("<p>no links</p>") == ("<p>no links</p>", 0)
+    cleaned = clean_html('<p onclick="x">a<script>alert(1)</script><a href="data:text/html,x">b</a>'
+                         '<a href="mailto:me@example.org">c</a><iframe src="https://e.org"></iframe>'
+                         '<img src="tree.svg" onerror="y" width="3"><code class="language-py">x</code></p>')
+    assert cleaned == ('<p>a<a>b</a><a href="mailto:me@example.org">c</a><img src="tree.svg" width="3">'
+                       '<code class="language-py">x</code></p>')
+
+
+@pytest.mark.parametrize("sanitize", [False, True])
+def test_a_site_never_publishes_a_script_link_and_sanitizes_on_request(tmp_path, sanitize):
+    root = small_project(tmp_path)
+    config = yaml.safe_load((root / "mkdocs.yml").read_text())
+    config["plugins"] = ["search", {"worklog": {"sanitize": sanitize}}]
+    (root / "mkdocs.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    (root / "worklog" / "tminus.md").write_text(TMINUS + "\n" + SCRIPT_LINKS, encoding="utf-8")
+    result = mkdocs_build(root, strict=False)
+    assert result.returncode == 0, result.stdout[-2000:]
+    for line in (8, 9):
+        assert f"worklog/tminus.md:{line}: warning: a link that runs script" in result.stdout
+    for page in (root / "site" / "worklog").rglob("*.html"):
+        text = html.unescape(page.read_text(encoding="utf-8"))
+        hrefs = re.findall(r'(?:href|src)\s*=\s*"([^"]*)"', text, re.I)
+        assert not [h for h in hrefs if "script:" in re.sub(r"\s", "", h).lower()], (page, hrefs)
+    day = (root / "site" / "worklog" / "2025-12-11" / "index.html").read_text(encoding="utf-8")
+    assert 'href="https://arxiv.org/abs/2205.14135"' in day and "the paper" in day
+    assert ("<script>alert(6)" in day) is not sanitize and ("onerror" in day) is not sanitize
+    assert mkdocs_build(root).returncode == 1  # each script link is a warning

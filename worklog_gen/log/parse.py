@@ -176,14 +176,19 @@ def _shortcode_problems(src: SourceFile, file: Path, folder: Path) -> list[Diagn
     return out
 
 
-def _analyse(src: SourceFile) -> None:
+def _analyse(src: SourceFile) -> list[Diagnostic]:
     """Set the links, words and tasks of every entry of ``src``: one markdown-it-py
-    parse per entry (:func:`worklog_gen.log.markdown_scan.scan`)."""
+    parse per entry (:func:`worklog_gen.log.markdown_scan.scan`); a warning for each link
+    that runs script."""
+    diagnostics = []
     for e in src.entries:
         first_line = e.line + 1 if e.header else e.line
         found = scan(e.body, first_line)
         e.links, e.words = found.links, found.words
         e.tasks = entry_tasks(e.body.split("\n"), first_line, found.code_lines)
+        diagnostics += [Diagnostic(e.path, link.line, f"a link that runs script ({link.url[:60]!r}): dropped from "
+                                   "the page", DiagnosticCode.UNSAFE_LINK) for link in found.script_links]
+    return diagnostics
 
 
 def _assemble(files: list[SourceFile], diagnostics: list[Diagnostic], order: Literal["mdy", "dmy"]) -> Worklog:
@@ -317,7 +322,7 @@ def _parse_texts(
         sources = []
         for p in prepared:
             src, more = _build(p, order, year, today)
-            _analyse(src)
+            more += _analyse(src)
             file, folder = (files or {}).get(p.path, (None, None))
             src.file = file
             more += _shortcode_problems(src, file or Path(p.path), folder or Path(p.path).parent)
