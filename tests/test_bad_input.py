@@ -311,11 +311,14 @@ def test_looping_and_dangling_links_are_reported(tmp_path):
     (root / "worklog" / "loop-a.md").symlink_to("loop-b.md")
     (root / "worklog" / "loop-b.md").symlink_to("loop-a.md")
     (root / "worklog" / "gone.md").symlink_to("moved-away.md")
+    (root / "worklog" / "images").mkdir()
+    (root / "worklog" / "folder.md").symlink_to("images")
     log = load(root / "worklog", relative_to=root)
     found = {(d.path, d.line, d.code) for d in log.diagnostics}
     assert ("worklog/loop-a.md", 1, DiagnosticCode.UNSAFE_PATH) in found
     assert ("worklog/loop-b.md", 1, DiagnosticCode.UNSAFE_PATH) in found
     assert ("worklog/gone.md", 1, DiagnosticCode.FILE_REFUSED) in found
+    assert ("worklog/folder.md", 1, DiagnosticCode.FILE_REFUSED) in found
     assert [e.date.isoformat() for e in log.entries] == ["2025-12-09", "2025-12-10"]
 
 

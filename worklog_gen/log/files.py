@@ -124,6 +124,9 @@ def read_log_file(path: Path, name: str, folder: Path | None) -> tuple[str | Non
     if path.is_symlink() and not path.exists():
         msg = f"a symbolic link to {os.readlink(path)}, which does not exist: left out of the site"
         return None, [Diagnostic(name, 1, msg, DiagnosticCode.FILE_REFUSED)]
+    if not path.is_file():
+        msg = f"a symbolic link to {os.readlink(path)}, which is no file: left out of the site"
+        return None, [Diagnostic(name, 1, msg, DiagnosticCode.FILE_REFUSED)]
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
         msg = (f"{size / 2**20:.1f} MiB, more than the {MAX_FILE_BYTES // 2**20} MiB a worklog file may be: "

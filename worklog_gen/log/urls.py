@@ -18,6 +18,7 @@ _IGNORED_IN_SCHEME = re.compile(r"[\x00-\x20\x7f]+")
 """What browsers drop from a URL before reading its scheme: ASCII whitespace and control characters
 (WHATWG URL parser: leading C0 controls and spaces, and every tab and newline)."""
 
+
 def is_script_url(url: str) -> bool:
     """Whether following ``url`` (an attribute's value, entities decoded or not) would run script:
     its scheme, read as a browser reads it (case, whitespace and control characters ignored), is one
