@@ -11,6 +11,11 @@ also times one plain markdown-it-py parse of each entry body (CommonMark, nothin
 from the tokens), the floor for a parser that reads entries from markdown-it-py's tokens.
 
     python benchmarks/bench_parse.py [--entries 2000] [--runs 5] [--log PATH] [--baseline]
+    python benchmarks/bench_parse.py --links 100000
+
+``--links N`` times instead one entry holding N links, two to a line, in one paragraph (a
+hostile or pasted log: a link's line was once found by counting from the paragraph's start, so
+the time grew with the square of N); the time per link should not grow with N.
 """
 
 from __future__ import annotations
@@ -102,6 +107,13 @@ def _machine_busy_seconds() -> float:
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
+def many_links(n_links: int) -> str:
+    """A log of one entry whose one paragraph holds ``n_links`` links, two to a line."""
+    lines = [f"Read [paper {i}](https://arxiv.org/abs/{i:07d}) and [its code {i}](https://github.com/a/b/blob/main/k{i}.py)"
+             for i in range(n_links // 2)]
+    return "12/09/25 (T - 154)\n" + "\n".join(lines) + "\n"
+
+
 def plain_markdown_it(bodies: list[str]) -> int:
     """One stock CommonMark markdown-it-py parse of each body; the number of tokens."""
     md = MarkdownIt("commonmark")
@@ -119,7 +131,17 @@ def main() -> None:
     ap.add_argument("--log", type=Path, default=TMINUS_FIXTURE,
                     help="the log whose entries are repeated (default: the tests' T-minus fixture)")
     ap.add_argument("--baseline", action="store_true", help="also time a plain markdown-it-py parse per entry")
+    ap.add_argument("--links", type=int, default=0, help="time one entry with this many links instead")
     args = ap.parse_args()
+    if args.links:
+        runs = Runs()
+        text = many_links(args.links)
+        for _ in range(args.runs):
+            log = runs.time(parse, text, "links.md")
+        assert len(log.entries[0].links) == args.links // 2 * 2
+        runs.report(f"parse, one entry with {args.links} links ({len(text.encode()) / 1e6:.1f} MB)")
+        print(f"{statistics.median(runs.wall) / args.links * 1e6:.1f} µs per link")
+        return
     if not args.log.is_file():
         ap.error(f"--log {args.log}: no such file")
 

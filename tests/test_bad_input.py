@@ -10,6 +10,8 @@ project built here leaves it out, so the damaged exports are checked by themselv
 
 from __future__ import annotations
 
+import datetime as dt
+import html
 import json
 import re
 import os
@@ -55,6 +57,8 @@ def project(tmp_path: Path, plugin: dict | None = None) -> Path:
 def mkdocs_build(root: Path, strict: bool = True) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "mkdocs", "build", *(["--strict"] if strict else []), "-f", str(root / "mkdocs.yml")]
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1", SOURCE_DATE_EPOCH="1764000000")
+    # the worklog_gen of this checkout, whatever checkout the installed package points at
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).parents[1]), env.get("PYTHONPATH")]))
     return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=root)
 
 
@@ -212,7 +216,6 @@ def test_generate_out_never_replaces_a_folder_it_did_not_write(tmp_path):
 @pytest.mark.parametrize("front_matter, expected", [
     ("- a list\n- of tags", "front matter is not a mapping"),
     ("just a sentence", "front matter is not a mapping"),
-    ("a: &x [1, 2]\nb: *x", "an alias (*x) is not allowed"),
     ("title: !!python/object/apply:os.system [echo owned]", "could not determine a constructor"),
     ("title: [unclosed", "front matter is not valid YAML"),
 ])
@@ -262,3 +265,316 @@ def test_markup_in_titles_and_tags_is_text_everywhere(tmp_path):
         json.loads(data.read_text(encoding="utf-8"))
     index = json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))
     assert not [d for d in index["docs"] if "<script>alert(1)" in d["title"] + d["text"]]
+
+
+TMINUS = ("12/09/25 (T - 154)\nRead [Making Deep Learning Go Brrrr](https://horace.io/brrr_intro.html).\n\n"
+          "12/10/25 (T - 153)\nTimed the softmax at 4096 rows; bandwidth-bound.\n")
+
+
+def small_project(tmp_path: Path) -> Path:
+    """A project whose worklog is one T-minus file, with ``mkdocs.yml`` naming the plugin."""
+    root = tmp_path / "small"
+    (root / "worklog").mkdir(parents=True)
+    (root / "docs").mkdir()
+    (root / "docs" / "index.md").write_text("# Home\n", encoding="utf-8")
+    (root / "worklog" / "tminus.md").write_text(TMINUS, encoding="utf-8")
+    config = dict(CONFIG, plugins=["search", "worklog"])
+    (root / "mkdocs.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return root
+
+
+def run_cli(cwd: Path, *args: str):
+    here = os.getcwd()
+    os.chdir(cwd)
+    try:
+        return CliRunner().invoke(main, list(args))
+    finally:
+        os.chdir(here)
+
+
+def test_no_command_reads_a_link_out_of_the_log_folder_whatever_the_path_form(tmp_path):
+    root = small_project(tmp_path)
+    (tmp_path / "elsewhere.md").write_text(f"2025-02-01\n{SECRET}\n", encoding="utf-8")
+    (root / "worklog" / "borrowed.md").symlink_to(tmp_path / "elsewhere.md")
+    config = str(root / "mkdocs.yml")
+    runs = [(root, ["check"]), (root, ["export", "--format", "markdown"]), (root, ["export"]),
+            (root, ["export", "worklog", "--format", "markdown"]),
+            (root, ["export", str(root / "worklog"), "--format", "markdown"]),
+            (tmp_path, ["export", "-f", config, "--format", "markdown"]),
+            (tmp_path, ["export", "small/worklog", "--format", "markdown"]),
+            (tmp_path, ["check", "-f", config])]
+    for cwd, args in runs:
+        result = run_cli(cwd, *args)
+        assert SECRET not in result.output, args
+        assert "borrowed.md:1: warning: a link to" in result.output and "refused" in result.output, args
+
+
+def test_looping_and_dangling_links_are_reported(tmp_path):
+    root = small_project(tmp_path)
+    (root / "worklog" / "loop-a.md").symlink_to("loop-b.md")
+    (root / "worklog" / "loop-b.md").symlink_to("loop-a.md")
+    (root / "worklog" / "gone.md").symlink_to("moved-away.md")
+    (root / "worklog" / "images").mkdir()
+    (root / "worklog" / "folder.md").symlink_to("images")
+    log = load(root / "worklog", relative_to=root)
+    found = {(d.path, d.line, d.code) for d in log.diagnostics}
+    assert ("worklog/loop-a.md", 1, DiagnosticCode.UNSAFE_PATH) in found
+    assert ("worklog/loop-b.md", 1, DiagnosticCode.UNSAFE_PATH) in found
+    assert ("worklog/gone.md", 1, DiagnosticCode.FILE_REFUSED) in found
+    assert ("worklog/folder.md", 1, DiagnosticCode.FILE_REFUSED) in found
+    assert [e.date.isoformat() for e in log.entries] == ["2025-12-09", "2025-12-10"]
+
+
+@pytest.mark.parametrize("front_matter, line, code", [
+    ("title: Warp shuffles\ndate: 2026-02-30", 3, DiagnosticCode.INVALID_DATE),
+    ("title: Warp shuffles\ndate: 0000-01-01", 3, DiagnosticCode.INVALID_DATE),
+    ("title: Warp shuffles\ndate: 2026-02-28\ntarget: 2026-02-30", 4, DiagnosticCode.FRONT_MATTER),
+    ("title: Warp shuffles\ndate: 2026-01-05\ncountdown: 99999999999999999999", 4, DiagnosticCode.FRONT_MATTER),
+    ("title: Warp shuffles\ndate: 2026-01-05\ntags: " + "[" * 3000, 2, DiagnosticCode.FRONT_MATTER),
+])
+def test_an_impossible_front_matter_value_is_an_error_at_its_line_and_the_log_still_reads(
+        tmp_path, front_matter, line, code):
+    root = small_project(tmp_path)
+    (root / "worklog" / "post.md").write_text(f"---\n{front_matter}\n---\nShuffles within a warp.\n", encoding="utf-8")
+    log = load(root / "worklog", relative_to=root)
+    assert any(d.path == "worklog/post.md" and d.line == line and d.code is code and d.severity == "error"
+               for d in log.diagnostics), [str(d) for d in log.diagnostics]
+    assert {"2025-12-09", "2025-12-10"} <= {e.date.isoformat() for e in log.entries}
+    for args in (["check"], ["export"], ["export", "--format", "markdown"]):
+        result = run_cli(root, *args)
+        assert result.exit_code == 1 and (result.exception is None or isinstance(result.exception, SystemExit)), args
+        assert f"worklog/post.md:{line}: error:" in result.output, args
+
+
+def test_a_progress_log_year_out_of_the_calendar_is_an_error():
+    log = parse("---\nyear: 99999999999999\n---\n## November 24 - Day 25\nTimed the softmax.\n", "progress.md")
+    assert [d.code for d in log.diagnostics if d.severity == "error"] == [DiagnosticCode.FRONT_MATTER]
+
+
+def test_fix_never_rewrites_a_file_that_is_no_log_or_that_is_read_only(tmp_path):
+    root = small_project(tmp_path)
+    damaged = "12/11/25 (T - 152)\r\nMemory-E\u00ef\u00ac\u0192cient attention\r\n"
+    junk = bytes(range(1, 256)) * 40  # random-looking bytes, no NUL, named .md
+    (root / "worklog" / "junk.md").write_bytes(junk)
+    readonly = root / "worklog" / "readonly.md"
+    readonly.write_bytes(damaged.encode("utf-8"))
+    readonly.chmod(0o444)
+    result = check(root, "--fix")
+    assert "worklog/junk.md: not fixed: no entry is recognised in it" in result.output
+    assert "worklog/readonly.md: not fixed: the file is read-only" in result.output
+    assert (root / "worklog" / "junk.md").read_bytes() == junk
+    assert readonly.read_bytes() == damaged.encode("utf-8")
+    readonly.chmod(0o644)
+    (root / "worklog").chmod(0o555)
+    try:
+        result = check(root, "--fix")
+        assert "worklog/readonly.md: not fixed: its folder" in result.output and "read-only" in result.output
+        assert readonly.read_bytes() == damaged.encode("utf-8")
+    finally:
+        (root / "worklog").chmod(0o755)
+
+
+def test_a_permission_error_while_fixing_is_a_message(tmp_path, monkeypatch):
+    root = small_project(tmp_path)
+    (root / "worklog" / "crlf.md").write_bytes(b"12/11/25 (T - 152)\r\nTimed the reduction.\r\n")
+
+    def denied(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(root / "worklog"))
+
+    monkeypatch.setattr(os, "replace", denied)
+    result = check(root, "--fix")
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert "worklog/crlf.md: not fixed: cannot write it: Permission denied" in result.output
+    assert (root / "worklog" / "crlf.md").read_bytes() == b"12/11/25 (T - 152)\r\nTimed the reduction.\r\n"
+    assert not [p for p in (root / "worklog").iterdir() if p.name.endswith(".fix")]
+
+
+@pytest.mark.parametrize("command", [["check"], ["export"], ["new", "--date", "2025-12-11"]])
+def test_a_worklog_dir_that_does_not_exist_is_one_line_exit_2(tmp_path, command):
+    root = small_project(tmp_path)
+    shutil.rmtree(root / "worklog")
+    result = run_cli(root, *command)
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith("Error: ") and "worklog" in line and "no such file or folder" in line
+
+
+def test_export_exits_1_after_printing_a_log_with_errors(tmp_path):
+    root = small_project(tmp_path)
+    (root / "worklog" / "tminus.md").write_text(TMINUS + "\n12/10/25 (T - 153)\nThe same day twice.\n",
+                                                encoding="utf-8")
+    result = run_cli(root, "export")
+    assert result.exit_code == 1 and "duplicate day 2025-12-10" in result.stderr
+    assert json.loads(result.stdout)["entries"]
+
+
+@pytest.mark.parametrize("marker", ["- ", "1. ", "> ", "* > 2) "])
+def test_nesting_written_on_one_line_is_refused(tmp_path, marker):
+    folder = tmp_path / "log"
+    folder.mkdir()
+    (folder / "good.md").write_text("2025-01-13\nshared memory banks\n", encoding="utf-8")
+    (folder / "deep.md").write_text(f"2025-01-16\nA note.\n{marker * 500}warp shuffles\n", encoding="utf-8")
+    log = load(folder)
+    refused = [(Path(d.path).name, d.line) for d in log.diagnostics if d.code is DiagnosticCode.FILE_REFUSED]
+    assert refused == [("deep.md", 3)]
+    assert [e.date.isoformat() for e in log.entries] == ["2025-01-13"]
+
+
+def test_a_site_with_a_list_nested_on_one_line_still_builds(tmp_path):
+    root = small_project(tmp_path)
+    (root / "worklog" / "deep.md").write_text("2025-12-11\n" + "- " * 500 + "x\n", encoding="utf-8")
+    result = mkdocs_build(root, strict=False)
+    assert result.returncode == 0, result.stdout[-2000:]
+    assert "worklog/deep.md:2: warning: lists or quotes nested" in result.stdout
+
+
+def test_every_link_of_a_long_paragraph_has_its_own_line():
+    """A pasted reading list is one paragraph of thousands of lines; each link keeps its line
+    (found from a table of line starts, not by counting from the paragraph's start per link)."""
+    rows = []
+    for i in range(3000):
+        if i % 3 == 0:
+            rows.append(f"Read [paper {i}](https://arxiv.org/abs/{i:07d}) and <https://github.com/k/{i}>")
+        elif i % 3 == 1:
+            rows.append(f"then [a title over\ntwo lines {i}](https://triton-lang.org/{i}) [ref {i}][r]")
+        else:
+            rows.append(f"notes on num_warps, no link {i}")
+    text = "12/09/25 (T - 154)\n" + "\n".join(rows) + "\n\n[r]: https://horace.io/brrr_intro.html\n"
+    (entry,) = parse(text, "links.md").entries
+    lines = text.split("\n")
+    for link in entry.links:
+        line = lines[link.line - 1]
+        assert f"[{link.title.split()[0]}" in line or f"<{link.url}>" in line, link  # the line the link starts on
+    assert len(entry.links) == 4 * 1000
+    first = [(link.line, link.url) for link in entry.links[:5]]
+    assert first == [(2, "https://arxiv.org/abs/0000000"), (2, "https://github.com/k/0"),
+                     (3, "https://triton-lang.org/1"), (4, "https://horace.io/brrr_intro.html"),
+                     (6, "https://arxiv.org/abs/0000003")]
+
+
+def test_a_yaml_alias_refuses_its_file_with_a_warning_and_the_rest_builds(tmp_path):
+    root = small_project(tmp_path)
+    (root / "worklog" / "2026-01-05-shuffles.md").write_text(
+        "---\ntitle: Warp shuffles\ndate: 2026-01-05\ntags: &t [cuda, warps]\ncategories: *t\n---\n"
+        "Shuffles move registers between the lanes of a warp.\n", encoding="utf-8")
+    log = load(root / "worklog", relative_to=root)
+    (d,) = [d for d in log.diagnostics if d.path == "worklog/2026-01-05-shuffles.md"]
+    assert (d.line, d.code, d.severity) == (5, DiagnosticCode.FILE_REFUSED, "warning") and "alias (*t)" in d.message
+    assert [e.date.isoformat() for e in log.entries] == ["2025-12-09", "2025-12-10"]
+    assert not [d for d in log.diagnostics if d.severity == "error"]
+    assert "Shuffles move" not in log.preamble
+    result = mkdocs_build(root, strict=False)
+    assert result.returncode == 0, result.stdout[-2000:]
+    assert "2026-01-05-shuffles.md:5: warning: an alias (*t)" in result.stdout
+    assert "no entry" not in result.stdout
+    assert not (root / "site" / "worklog" / "2026-01-05-warp-shuffles").exists()
+    assert mkdocs_build(root).returncode == 1  # --strict fails on the warning
+
+
+def test_two_new_commands_at_once_write_each_day_once_and_in_order(tmp_path, monkeypatch):
+    """Two ``new`` racing, as threads that read the log at the same moment and are slow to append
+    (the read is made slow, so that without the lock both would read before either writes)."""
+    import threading
+    import time
+
+    from worklog_gen.log import authoring
+
+    def slow_load(*args, **kwargs):
+        log = load(*args, **kwargs)
+        time.sleep(0.2)
+        return log
+
+    monkeypatch.setattr(authoring, "load", slow_load)
+    for round_ in range(3):
+        path = tmp_path / f"tminus-{round_}.md"
+        path.write_text(TMINUS, encoding="utf-8")
+        days = ["2025-12-11", "2025-12-11"] if round_ % 2 == 0 else ["2025-12-12", "2025-12-11"]
+        start, outcomes = threading.Barrier(2), []
+
+        def racer(day):
+            start.wait()
+            try:
+                outcomes.append(authoring.append_entry(path, dt.date.fromisoformat(day))[1])
+            except ValueError as exc:
+                outcomes.append(str(exc))
+
+        threads = [threading.Thread(target=racer, args=(day,)) for day in days]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        headers = [line for line in path.read_text(encoding="utf-8").split("\n") if line.startswith("12/")]
+        assert len(headers) == len(set(headers)), (headers, outcomes)  # no day twice
+        entries = load(path).entries
+        assert [e.date for e in entries] == sorted(e.date for e in entries), (headers, outcomes)  # in order
+        assert not [d for d in load(path).diagnostics if d.severity == "error"]
+
+
+def test_each_tag_links_to_its_own_heading_even_when_tags_slugify_alike(tmp_path):
+    root = small_project(tmp_path)
+    tags = ["Upper", "UPPER", "\U0001f680", ".", "..", "Tags", "tag"]
+    for k, tag in enumerate(tags):
+        (root / "worklog" / f"2026-01-{k + 1:02d}-post.md").write_text(
+            f"---\ntitle: Post {k}\ndate: 2026-01-{k + 1:02d}\ntags: [{json.dumps(tag, ensure_ascii=False)}]\n---\nNotes on warp shuffles.\n",
+            encoding="utf-8")
+    result = mkdocs_build(root)
+    assert result.returncode == 0, result.stdout[-3000:]
+    page = (root / "site" / "worklog" / "tags" / "index.html").read_text(encoding="utf-8")
+    ids = {html_text: id_ for id_, html_text in re.findall(r'<h2 id="([^"]*)">(.*?)</h2>', page)}
+    assert len(ids) == len(tags) and len(set(ids.values())) == len(tags) and all(ids.values()), ids
+    for k, tag in enumerate(tags):
+        post = (root / "site" / "worklog" / f"2026-01-{k + 1:02d}-post-{k}" / "index.html").read_text(encoding="utf-8")
+        (anchor,) = re.findall(r'href="\.\./tags/#([^"]*)"', post)
+        assert ids[html.escape(tag, quote=False)] == anchor, (tag, anchor)
+
+
+SCRIPT_LINKS = ("12/11/25 (T - 152)\n"
+                "Read [the paper](javascript:alert(1)) and [the code](<java\tscript:alert(2)>).\n"
+                "Then [the notes](JaVa&#9;ScRiPt:alert(3)) and <a href=\" javascript:alert(4)\">raw</a>.\n"
+                "Kept: [FlashAttention](https://arxiv.org/abs/2205.14135), [home](../index.md).\n"
+                "<img src=x onerror=\"alert(5)\"><script>alert(6)</script>\n")
+
+
+def test_script_links_are_reported_at_their_lines_and_never_kept():
+    log = parse(TMINUS + "\n" + SCRIPT_LINKS, "worklog/tminus.md")
+    found = [(d.line, d.code) for d in log.diagnostics if d.code is DiagnosticCode.UNSAFE_LINK]
+    assert found == [(8, DiagnosticCode.UNSAFE_LINK)] * 2 + [(9, DiagnosticCode.UNSAFE_LINK)] * 2
+    (entry,) = [e for e in log.entries if e.date.isoformat() == "2025-12-11"]
+    assert [link.url for link in entry.links] == ["https://arxiv.org/abs/2205.14135", "../index.md"]
+
+
+def test_sanitize_functions_without_mkdocs():
+    from worklog_gen.site.sanitize import clean_html, drop_script_links
+
+    page = ('<p><a href="javascript:alert(1)">a</a> <a href="java&#9;script:x" title="t">b</a>\n'
+            '<A HREF=" JAVASCRIPT:x">c</A> <a href="https://triton-lang.org">d</a> <a href="../x/">e</a></p>')
+    dropped, n = drop_script_links(page)
+    assert n == 3 and "script:" not in dropped.lower() and '<a title="t">b</a>' in dropped
+    assert '<a href="https://triton-lang.org">d</a> <a href="../x/">e</a></p>' in dropped
+    assert drop_script_links("<p>no links</p>") == ("<p>no links</p>", 0)
+    cleaned = clean_html('<p onclick="x">a<script>alert(1)</script><a href="data:text/html,x">b</a>'
+                         '<a href="mailto:me@example.org">c</a><iframe src="https://e.org"></iframe>'
+                         '<img src="tree.svg" onerror="y" width="3"><code class="language-py">x</code></p>')
+    assert cleaned == ('<p>a<a>b</a><a href="mailto:me@example.org">c</a><img src="tree.svg" width="3">'
+                       '<code class="language-py">x</code></p>')
+
+
+@pytest.mark.parametrize("sanitize", [False, True])
+def test_a_site_never_publishes_a_script_link_and_sanitizes_on_request(tmp_path, sanitize):
+    root = small_project(tmp_path)
+    config = yaml.safe_load((root / "mkdocs.yml").read_text())
+    config["plugins"] = ["search", {"worklog": {"sanitize": sanitize}}]
+    (root / "mkdocs.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    (root / "worklog" / "tminus.md").write_text(TMINUS + "\n" + SCRIPT_LINKS, encoding="utf-8")
+    result = mkdocs_build(root, strict=False)
+    assert result.returncode == 0, result.stdout[-2000:]
+    for line in (8, 9):
+        assert f"worklog/tminus.md:{line}: warning: a link that runs script" in result.stdout
+    for page in (root / "site" / "worklog").rglob("*.html"):
+        text = html.unescape(page.read_text(encoding="utf-8"))
+        hrefs = re.findall(r'(?:href|src)\s*=\s*"([^"]*)"', text, re.I)
+        assert not [h for h in hrefs if "script:" in re.sub(r"\s", "", h).lower()], (page, hrefs)
+    day = (root / "site" / "worklog" / "2025-12-11" / "index.html").read_text(encoding="utf-8")
+    assert 'href="https://arxiv.org/abs/2205.14135"' in day and "the paper" in day
+    assert ("<script>alert(6)" in day) is not sanitize and ("onerror" in day) is not sanitize
+    assert mkdocs_build(root).returncode == 1  # each script link is a warning

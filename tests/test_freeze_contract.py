@@ -101,7 +101,7 @@ def test_worklog_gen_status_names_the_changed_module(copy):
     with (copy / module).open("a") as fh:
         fh.write("\n\ndef appended_helper(x):\n    return 2 * x\n")
     result = CliRunner().invoke(main, ["status", "-f", str(copy / "mkdocs.yml")])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # stale results: status fails, for a CI step
     for row in store.status(cfg, copy):
         if row.topic in importers:
             assert row.state is NotebookState.STALE

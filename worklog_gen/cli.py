@@ -95,6 +95,24 @@ class _Group(click.Group):
                                        "WORKLOG_GEN_TRACEBACK=1 shows where)") from exc
 
 
+def _load(targets: list[Path], cfg, config_file: Path):
+    """The log at ``targets`` (:func:`worklog_gen.log.parse.load`), a missing or unreadable path as
+    a one-line error naming it rather than a traceback.
+
+    Raises:
+        UsageProblem: a path does not exist (exit 2).
+        click.ClickException: a file cannot be read (exit 1).
+    """
+    from worklog_gen.log.parse import load
+
+    try:
+        return load(targets, date_order=cfg.date_order, year=cfg.year)
+    except FileNotFoundError as exc:
+        raise UsageProblem(f"{exc} (worklog_dir '{cfg.worklog_dir}' of {config_file}, or the PATH given)") from exc
+    except OSError as exc:
+        raise click.ClickException(f"cannot read {exc.filename or targets[0]}: {exc.strerror or exc}") from exc
+
+
 def _worklog_paths(paths: tuple[Path, ...], cfg, root: Path) -> list[Path]:
     """The PATHs given, else the configured worklog, relative to the current folder
     when it lies below it (messages and the export then name ``worklog/log.md:12``)."""
@@ -149,21 +167,22 @@ def init(folder: Path, target: dt.datetime | None, site_name: str | None) -> Non
 @click.option("--format", "fmt", type=click.Choice(["json", "markdown"]), default="json", show_default=True)
 @CONFIG_OPTION
 def export(paths: tuple[Path, ...], fmt: str, config_file: Path) -> None:
-    """Print the parsed log as JSON, or as one clean markdown file.
+    """Print the parsed log as JSON, or as one clean markdown file. Exits 1, after printing,
+    when the log has errors (listed on stderr).
 
     With no PATH, reads the worklog configured in ./mkdocs.yml.
     """
     from worklog_gen.site import export as exporter
-    from worklog_gen.log.parse import load
 
     cfg, root = _config(config_file, paths)
-    log = load(_worklog_paths(paths, cfg, root), date_order=cfg.date_order, year=cfg.year)
+    log = _load(_worklog_paths(paths, cfg, root), cfg, config_file)
     for diag in log.diagnostics:
         click.echo(str(diag), err=True)
     if fmt == "json":
         click.echo(json.dumps(exporter.to_json(log, cfg), indent=2, ensure_ascii=False))
     else:
         click.echo(exporter.to_markdown(log), nl=False)
+    sys.exit(1 if any(d.severity == "error" for d in log.diagnostics) else 0)
 
 
 @main.command()
@@ -184,6 +203,10 @@ def new(path: Path | None, day: dt.datetime | None, config_file: Path) -> None:
         file, header = append_entry(target, date, date_order=cfg.date_order)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
+    except FileNotFoundError as exc:
+        raise UsageProblem(f"{target}: no such file or folder") from exc
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {exc.filename or target}: {exc.strerror or exc}") from exc
     click.echo(f"{file}: added {header}")
 
 
@@ -206,21 +229,27 @@ def check(paths: tuple[Path, ...], fix: bool, show_diff: bool, as_json: bool, co
     """
     from worklog_gen.log import fix as fixer
     from worklog_gen.log.lint import lint, report, summary
-    from worklog_gen.log.parse import load
 
     cfg, root = _config(config_file, paths)
     targets = _worklog_paths(paths, cfg, root)
-    log = load(targets, date_order=cfg.date_order, year=cfg.year)
+    log = _load(targets, cfg, config_file)
     result: dict = {}
     if fix or show_diff:
-        fixes = fixer.plan(log)
+        try:
+            fixes = fixer.plan(log)
+        except OSError as exc:
+            raise click.ClickException(f"cannot read {exc.filename}: {exc.strerror or exc}") from exc
         for f in fixes:
             if f.refused:
                 click.echo(f"{f.name}: not fixed: {f.refused}", err=True)
             elif not as_json:
                 click.echo(f.diff(), nl=False)
             if fix and not show_diff and not f.refused:
-                fixer.apply(f)
+                try:
+                    fixer.apply(f)
+                except OSError as exc:  # the file or its folder became read-only meanwhile
+                    f.refused = f"cannot write it: {exc.strerror or exc}"
+                    click.echo(f"{f.name}: not fixed: {f.refused}", err=True)
         fix = fix and not show_diff  # --diff: a dry run
         result = {"fixed" if fix else "fixable": [f.name for f in fixes if not f.refused],
                   "refused": [{"path": f.name, "why": f.refused} for f in fixes if f.refused]}
@@ -228,7 +257,7 @@ def check(paths: tuple[Path, ...], fix: bool, show_diff: bool, as_json: bool, co
             click.echo(f"fixed {len(result['fixed'])} file(s)" + (f", refused {len(result['refused'])}"
                                                                   if result["refused"] else ""), err=True)
         if fix:
-            log = load(targets, date_order=cfg.date_order, year=cfg.year)
+            log = _load(targets, cfg, config_file)
     diagnostics = lint(log)
     counts = summary(diagnostics)
     if as_json:

@@ -55,6 +55,12 @@ class WorklogConfig(base.Config):
     """Folder of the committed freeze store, relative to ``mkdocs.yml``."""
     feed = c.Type(bool, default=True)
     """Write an Atom feed of entries at ``feed.xml``, at the site root."""
+    sanitize = c.Type(bool, default=False)
+    """Pass each worklog page's HTML through the ``nh3`` sanitiser (:mod:`worklog_gen.site.sanitize`):
+    no script, style, embedded frames or event handlers, and links only to ``http``, ``https``,
+    ``mailto`` or relative targets. Turn it on for a log others write too (a shared log that takes
+    pull requests); off, an entry's raw HTML is published as written, except links that run script,
+    which are always dropped."""
     year = c.Optional(c.Type(int))
     """Year of the oldest entry of a progress log whose headings name no year (``## November 24``);
     a file's front matter ``year:`` wins. Without either, the latest year that puts no entry

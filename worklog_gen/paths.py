@@ -16,15 +16,28 @@ class OutsideFolder(ValueError):
     """A path that leads outside the folder it must stay in."""
 
 
+class SymlinkLoop(OutsideFolder):
+    """A path through a loop of symbolic links: it leads nowhere, so it is refused as well."""
+
+
 def inside(path: str | Path, folder: str | Path) -> Path:
     """``path`` (relative to ``folder`` unless absolute) resolved, symbolic links followed,
     when it lies inside ``folder`` (itself resolved).
 
+    A relative ``path`` is taken relative to ``folder``, never to the current folder: a caller
+    holding a path relative to the current folder (``worklog/log.md``) passes it absolute, or the
+    folder would be joined twice (``worklog/worklog/log.md``, a path that does not exist and so
+    would seem inside).
+
     Raises:
-        OutsideFolder: it leads outside, saying where to.
+        OutsideFolder: it leads outside, saying where to; :class:`SymlinkLoop` (a subclass) when it
+            runs through a loop of symbolic links.
     """
     base = Path(folder).resolve()
-    target = (base / path).resolve()
+    try:
+        target = (base / path).resolve()
+    except (RuntimeError, OSError) as exc:  # a loop of symbolic links (RuntimeError before Python 3.13)
+        raise SymlinkLoop(f"{path} is a loop of symbolic links ({exc})") from exc
     if target != base and not target.is_relative_to(base):
         raise OutsideFolder(f"{path} leads outside {folder} (to {target})")
     return target

@@ -24,6 +24,7 @@ from worklog_gen.config import WorklogConfig, check_config, read_mkdocs_yml
 from worklog_gen.log import Severity
 from worklog_gen.site import assets, settings
 from worklog_gen.site.layout import FEED
+from worklog_gen.site.sanitize import clean_html, drop_script_links
 from worklog_gen.site.generate import GeneratedSite, generate, has_home, with_sections
 
 log = get_plugin_logger(__name__)
@@ -86,6 +87,15 @@ class WorklogPlugin(BasePlugin[WorklogConfig]):
             config.nav = nest_paths(f.src_uri for f in pages if f.inclusion.is_in_nav() and f.src_uri not in site.files)
         config.nav, in_nav = with_sections(config.nav, site.sections)
         return in_nav
+
+    def on_page_content(self, html: str, /, *, page, config: MkDocsConfig, files: Files) -> str:
+        """A worklog page's HTML without links that run script, and sanitised with ``sanitize``
+        (:mod:`worklog_gen.site.sanitize`; the parser has warned at each link's file:line)."""
+        prefix = self.config.url_prefix.strip("/")
+        if prefix and not page.file.src_uri.startswith(prefix + "/"):
+            return html
+        html, _ = drop_script_links(html)
+        return clean_html(html) if self.config.sanitize else html
 
     def on_post_page(self, output: str, /, *, page, config: MkDocsConfig) -> str:
         """Advertise the feed in every page's ``<head>`` (feed readers look there)."""

@@ -1,16 +1,36 @@
 """Add an entry to a worklog: append a header line in the log's own style.
 
-The one place that writes to the author's files; everything else only reads them.
+The one place that writes to the author's files; everything else only reads them. Two
+``worklog-gen new`` run at once on one log (a shell alias and an editor hook, say) take turns:
+each holds a lock on the log's folder while it reads the log and appends, so the second sees the
+first's entry (and refuses the same day twice, or a day before it).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import tempfile
 from pathlib import Path
+
+from filelock import FileLock, Timeout
 
 from worklog_gen.log.shapes import HeaderStyle, format_header, header_style
 from worklog_gen.log.model import DateOrder
 from worklog_gen.log.parse import load
+
+
+LOCK_TIMEOUT_S = 30
+"""How long ``new`` waits for another ``new`` on the same log, in seconds: appending takes well
+under one."""
+
+
+def _lock(path: Path) -> FileLock:
+    """The lock of the log at ``path`` (a file or folder): one per folder, kept in the temporary
+    folder rather than beside the author's files (where it would show in their repository)."""
+    folder = (path if path.is_dir() else path.parent).resolve()
+    key = hashlib.sha256(str(folder).encode()).hexdigest()[:16]
+    return FileLock(Path(tempfile.gettempdir()) / f"worklog-gen-new-{key}.lock", timeout=LOCK_TIMEOUT_S, mode=0o666)
 
 
 def append_entry(path: str | Path, date: dt.date, *, date_order: DateOrder = "auto") -> tuple[Path, str]:
@@ -24,15 +44,30 @@ def append_entry(path: str | Path, date: dt.date, *, date_order: DateOrder = "au
     line separates the header from the text before it; the file's line ends (LF or
     CRLF) are kept and nothing before the end of the file is rewritten.
 
+    The log is read and written under a lock on its folder (see the module docstring).
+
     Returns the file written and the header line.
 
     Raises:
         ValueError: ``date`` already has an entry, is before the newest entry, no
-            target date is known (no countdown, no front matter ``target``), or
-            ``path`` is a folder without entries.
+            target date is known (no countdown, no front matter ``target``), ``path``
+            is a folder without entries, or another ``new`` held the log's lock for
+            :data:`LOCK_TIMEOUT_S` seconds.
         FileNotFoundError: ``path`` does not exist.
+        OSError: the file cannot be written.
     """
     path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file or folder")
+    try:
+        with _lock(path):
+            return _append(path, date, date_order)
+    except Timeout as exc:
+        raise ValueError(f"{path}: another worklog-gen new held the log for {LOCK_TIMEOUT_S} s; try again") from exc
+
+
+def _append(path: Path, date: dt.date, date_order: DateOrder) -> tuple[Path, str]:
+    """:func:`append_entry` once its lock is held."""
     log = load(path, date_order=date_order)
     for e in log.entries:
         if e.date == date:

@@ -66,7 +66,10 @@ class DiagnosticCode(str, enum.Enum):
     UNSAFE_PATH = ("unsafe-path", Severity.WARNING,
                    "a path that leads outside its folder (`..`, an absolute path, a symlink), refused")
     FILE_REFUSED = ("file-refused", Severity.WARNING,
-                    "a file that is not text, too large or too deeply nested to read, refused")
+                    "a file that is not text, too large or too deeply nested to read, or whose front matter holds a "
+                    "YAML alias, refused")
+    UNSAFE_LINK = ("unsafe-link", Severity.WARNING,
+                   "a link that runs script (`javascript:`, in any spelling), dropped from the page")
     # info: notes about style and habits
     LINE_ENDS = ("line-ends", Severity.INFO, "CRLF or CR line ends, or a byte-order mark, read as LF")
     BARE_URL = ("bare-url", Severity.INFO, "a URL alone on its line, made a link")

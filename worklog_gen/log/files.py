@@ -11,30 +11,36 @@ it out (the file itself is untouched). The limits, and why:
 - :data:`MAX_NESTING` lists or quotes inside each other: Python-Markdown, which MkDocs renders
   with, takes time that grows with the square of the depth (0.3 s for 200 levels on 200 kB;
   a 5,000-deep file kept a build busy for over 10 CPU-minutes);
-- a symbolic link that leads outside the worklog folder (:mod:`worklog_gen.paths`).
+- a symbolic link that leads outside the worklog folder (:mod:`worklog_gen.paths`), a loop of
+  symbolic links, or one that leads to nothing.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from markdown_it import MarkdownIt
 
 from worklog_gen.log import repair
 from worklog_gen.log.diagnostics import Diagnostic, DiagnosticCode
-from worklog_gen.paths import is_inside
+from worklog_gen.paths import OutsideFolder, SymlinkLoop, inside
 
 MAX_FILE_BYTES = 16 * 2**20
 """The largest worklog file read, 16 MiB."""
 MAX_NESTING = 32
 """The deepest nesting of lists and quotes read."""
+_CONTAINER_PREFIX = re.compile(r"(?:[ \t>]|[-+*](?=[ \t])|\d{1,9}[.)](?=[ \t]))*")
+"""What can open a list or quote at the start of a line: indentation, ``>``, list markers."""
 _CONTAINERS = frozenset({"bullet_list_open", "ordered_list_open", "blockquote_open"})
 
 
 def worklog_files(paths: list[str | Path] | str | Path) -> list[Path]:
     """The ``*.md`` files named by ``paths``: files as given, folders searched
-    recursively (sorted, skipping hidden files and folders), each file once.
+    recursively (sorted, skipping hidden files and folders), each file once. A symbolic link in a
+    folder that is no file (a loop, or a link to nothing) is listed too, so that
+    :func:`read_log_file` refuses it with a warning rather than leave it out without a word.
 
     Raises:
         FileNotFoundError: a path does not exist.
@@ -47,7 +53,7 @@ def worklog_files(paths: list[str | Path] | str | Path) -> list[Path]:
             found += sorted(
                 q
                 for q in p.rglob("*.md")
-                if q.is_file() and not any(part.startswith(".") for part in q.relative_to(p).parts)
+                if (q.is_file() or q.is_symlink()) and not any(part.startswith(".") for part in q.relative_to(p).parts)
             )
         elif p.is_file():
             found.append(p)
@@ -56,7 +62,10 @@ def worklog_files(paths: list[str | Path] | str | Path) -> list[Path]:
     seen: set[Path] = set()
     unique = []
     for q in found:
-        key = q.resolve()
+        try:
+            key = q.resolve()
+        except (RuntimeError, OSError):  # a loop of symbolic links (RuntimeError before Python 3.13)
+            key = q.absolute()
         if key not in seen:
             seen.add(key)
             unique.append(q)
@@ -77,10 +86,10 @@ def display_name(path: Path, root: str | Path | None) -> str:
 def nesting(text: str) -> tuple[int, int]:
     """The deepest nesting of lists and block quotes in ``text`` (markdown-it-py's block parse)
     and the 1-based line where it first passes :data:`MAX_NESTING` (else where it is reached);
-    ``(0, 0)`` without any. A quick look at the lines
-    first: only text with a line indented :data:`MAX_NESTING` columns or more, or quoted as
-    deep, is parsed."""
-    if not any(len(line) - len(line.lstrip(" \t>")) >= MAX_NESTING for line in text.split("\n")):
+    ``(0, 0)`` without any. A quick look at the lines first: only text with a line whose
+    container prefix (indentation, ``>`` and list markers such as ``- - -`` or ``1. 1.``, which
+    nest on one line) is :data:`MAX_NESTING` characters or more is parsed."""
+    if not any(_CONTAINER_PREFIX.match(line).end() >= MAX_NESTING for line in text.split("\n")):
         return 0, 0
     md = MarkdownIt("commonmark", {"maxNesting": 4 * MAX_NESTING + 8}).disable(["inline"], ignoreInvalid=True)
     depth, deepest, where = 0, 0, 0
@@ -105,9 +114,19 @@ def read_log_file(path: Path, name: str, folder: Path | None) -> tuple[str | Non
     Raises:
         OSError: the file cannot be read.
     """
-    if folder is not None and not is_inside(path, folder):
-        msg = f"a link to {path.resolve()}, outside the worklog folder {folder}: refused, left out of the site"
-        return None, [Diagnostic(name, 1, msg, DiagnosticCode.UNSAFE_PATH)]
+    if folder is not None:
+        try:  # absolute: ``path`` is relative to the current folder, not to ``folder``
+            inside(path.absolute(), folder)
+        except OutsideFolder as exc:
+            where = ("a loop of symbolic links" if isinstance(exc, SymlinkLoop)
+                     else f"a link to {path.resolve()}, outside the worklog folder {folder}")
+            return None, [Diagnostic(name, 1, f"{where}: refused, left out of the site", DiagnosticCode.UNSAFE_PATH)]
+    if path.is_symlink() and not path.exists():
+        msg = f"a symbolic link to {os.readlink(path)}, which does not exist: left out of the site"
+        return None, [Diagnostic(name, 1, msg, DiagnosticCode.FILE_REFUSED)]
+    if not path.is_file():
+        msg = f"a symbolic link to {os.readlink(path)}, which is no file: left out of the site"
+        return None, [Diagnostic(name, 1, msg, DiagnosticCode.FILE_REFUSED)]
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
         msg = (f"{size / 2**20:.1f} MiB, more than the {MAX_FILE_BYTES // 2**20} MiB a worklog file may be: "

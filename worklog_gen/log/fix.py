@@ -9,7 +9,10 @@ the same folder, then one rename), in UTF-8 with LF line ends.
 
 A fix is written only when it is lossless: the same number of lines, changed only on the lines
 a repair names (line ends, a byte-order mark and the encoding aside). A file that does not pass,
-or that is a symbolic link, is never touched; its :attr:`FileFix.refused` says why.
+that is a symbolic link, in which no entry is recognised (it may not be a log at all: random
+bytes named ``.md`` decode as some encoding and would grow at each fix), or that this user may
+not write (the file, or its folder, which the atomic rename needs) is never touched; its
+:attr:`FileFix.refused` says why.
 """
 
 from __future__ import annotations
@@ -83,12 +86,24 @@ def plan(log: Worklog) -> list[FileFix]:
         changed = {i + 1 for i, (a, b) in enumerate(zip(old, new)) if a != b}
         if path.is_symlink():
             fix.refused = "a symbolic link: fix the file it points to"
+        elif not src.entries:
+            fix.refused = "no entry is recognised in it, so it may not be a log: fix it by hand"
+        elif not _writable(path):
+            fix.refused = "the file is read-only"
+        elif not _writable(path.parent):
+            fix.refused = f"its folder {path.parent} is read-only (the fix is written beside the file, then renamed)"
         elif len(old) != len(new):
             fix.refused = f"the repaired text has {len(new)} lines, the file {len(old)}"
         elif changed - named:
             fix.refused = f"line(s) {', '.join(map(str, sorted(changed - named)))} would change without a repair naming them"
         fixes.append(fix)
     return fixes
+
+
+def _writable(path: Path) -> bool:
+    """Whether this user may write ``path`` and it is not marked read-only: a file or folder with no
+    write permission bit counts as read-only even for root, whom ``os.access`` lets write anything."""
+    return os.access(path, os.W_OK) and bool(path.stat().st_mode & 0o222)
 
 
 def apply(fix: FileFix) -> None:

@@ -23,6 +23,10 @@ _FM_COMMENT_OPEN = re.compile(r"^<!--[ \t]*(?:---[ \t]*)?$")
 _FM_COMMENT_CLOSE = re.compile(r"^(?:---[ \t]*)?-->[ \t]*$")
 _ISO_STEM = re.compile(r"^(\d{4}-\d{2}-\d{2})")
 
+class AliasRefused(yaml.composer.ComposerError):
+    """A YAML alias (``*name``) in front matter: the file is refused (see :class:`_FrontMatterLoader`)."""
+
+
 class _FrontMatterLoader(yaml.SafeLoader):
     """PyYAML's safe loader (no Python objects from tags such as ``!!python/object``) without
     aliases: ``*name`` can make a few lines expand to billions of values ("billion laughs"), and
@@ -31,9 +35,21 @@ class _FrontMatterLoader(yaml.SafeLoader):
     def compose_node(self, parent, index):
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
-            raise yaml.composer.ComposerError(None, None, f"an alias (*{event.anchor}) is not allowed in front "
-                                              "matter", event.start_mark)
+            raise AliasRefused(None, None, f"an alias (*{event.anchor}) is not allowed in front matter",
+                               event.start_mark)
         return super().compose_node(parent, index)
+
+    def construct_yaml_timestamp(self, node):
+        """A date or time as PyYAML reads it; one that does not exist (``2026-02-30``,
+        ``0000-01-01``), where PyYAML raises a bare ``ValueError``, stays the text written, so
+        that the key that holds it reports an invalid date at its line."""
+        try:
+            return super().construct_yaml_timestamp(node)
+        except (ValueError, OverflowError):
+            return self.construct_scalar(node)
+
+
+_FrontMatterLoader.add_constructor("tag:yaml.org,2002:timestamp", _FrontMatterLoader.construct_yaml_timestamp)
 
 
 Span = tuple[int, int, int]
@@ -76,19 +92,28 @@ def front_matter_span(lines: list[str]) -> Span:
 def read_front_matter(lines: list[str], span: Span, path: str) -> tuple[dict, list[Diagnostic]]:
     """The YAML mapping of the front matter at ``span`` in ``lines`` of the file ``path``.
 
-    ``{}`` without front matter or when it is empty. Invalid YAML, or YAML that is not
-    a mapping, gives ``{}`` and an error naming the line. Never raises on content.
+    ``{}`` without front matter or when it is empty. Invalid YAML, YAML nested too deep to read,
+    or YAML that is not a mapping, gives ``{}`` and an error naming the line. A YAML alias gives
+    ``{}`` and a ``file-refused`` warning at its line: the caller leaves the whole file out. A date
+    that does not exist (``2026-02-30``) is kept as its text, for the reader of its key to report.
+    Never raises on content.
     """
     end, a, b = span
     if not end:
         return {}, []
     try:
         data = yaml.load("\n".join(lines[a:b]), Loader=_FrontMatterLoader) if b > a else None
+    except AliasRefused as exc:
+        msg = f"{exc.problem} (aliases can make a few lines expand to billions of values): refused, left out of the site"
+        return {}, [Diagnostic(path, a + exc.problem_mark.line + 1, msg, DiagnosticCode.FILE_REFUSED)]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = a + (mark.line if mark else 0) + 1
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         return {}, [Diagnostic(path, line, f"front matter is not valid YAML: {problem}", DiagnosticCode.FRONT_MATTER)]
+    except RecursionError:  # PyYAML composes nested collections recursively
+        msg = "front matter nested too deep to read (lists or mappings inside each other)"
+        return {}, [Diagnostic(path, a + 1, msg, DiagnosticCode.FRONT_MATTER)]
     if data is None:
         return {}, []
     if not isinstance(data, dict):
@@ -144,11 +169,16 @@ def per_file_date(
         value = fm["countdown"]
         if isinstance(value, int) and not isinstance(value, bool):
             countdown = value
-        elif isinstance(value, str) and re.fullmatch(r"[ \t]*[-+]?\d+[ \t]*", value):
+        elif isinstance(value, str) and re.fullmatch(r"[ \t]*[-+]?\d{1,9}[ \t]*", value):
             countdown = int(value)
-        else:
+        try:  # the target date, date + countdown, must be a date too
+            if countdown is not None:
+                date + dt.timedelta(days=countdown)
+        except OverflowError:
+            countdown = None
+        if countdown is None:
             line = _key_line(lines, span[1], span[2], "countdown") or max(span[1], 1)
-            msg = f"front matter countdown {value!r} is not a whole number"
+            msg = f"front matter countdown {value!r} is not a whole number of days that gives a target date"
             diagnostics.append(Diagnostic(path, line, msg, DiagnosticCode.FRONT_MATTER))
     return date, countdown, diagnostics
 

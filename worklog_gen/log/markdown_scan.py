@@ -16,19 +16,27 @@ markdown syntax are not prose.
 
 **Code lines** (fenced and indented code blocks, HTML blocks) are reported so that
 :mod:`worklog_gen.log.tasks` skips them.
+
+**Script links**: a link, or a URL attribute of raw HTML, that runs script when followed
+(``javascript:``, however it is spelled: :func:`worklog_gen.log.urls.is_script_url`) is no link:
+it is reported apart, with its line, for the parser to warn and the site to drop.
 """
 
 from __future__ import annotations
 
+import bisect
+import re
 from typing import NamedTuple
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from worklog_gen.log.model import Link
+from worklog_gen.log.urls import is_script_url, script_urls
 from worklog_gen.log.words import count_words
 
 _CODE_TOKENS = frozenset({"fence", "code_block", "html_block"})
+_NEWLINE = re.compile("\n")
 
 
 class Scan(NamedTuple):
@@ -40,6 +48,8 @@ class Scan(NamedTuple):
     """Words of the prose (see the module docstring)."""
     code_lines: set[int]
     """0-based indices, within the body, of the lines inside code blocks or HTML blocks."""
+    script_links: list[Link]
+    """Links and raw HTML URLs that run script (``javascript:``), with their lines; not in :attr:`links`."""
 
 
 def scan(body: str, first_line: int) -> Scan:
@@ -51,12 +61,16 @@ def scan(body: str, first_line: int) -> Scan:
     for tok in _markdown().parse(body, {}):
         if tok.type in _CODE_TOKENS and tok.map:
             code_lines.update(range(*tok.map))
+            if tok.type == "html_block":
+                links += [Link("", url, first_line + tok.map[0] + line - 1) for line, url in script_urls(tok.content)]
         elif tok.type == "inline" and tok.map:
             text, found = _inline(tok.children or [], tok.content, first_line + tok.map[0])
             prose.append(text)
             links += found
     links.sort(key=lambda link: link.line)
-    return Scan(links, count_words("\n".join(prose)), code_lines)
+    script = [link for link in links if is_script_url(link.url)]
+    return Scan([link for link in links if not is_script_url(link.url)], count_words("\n".join(prose)), code_lines,
+                script)
 
 
 def _inline(children: list[Token], content: str, first_line: int) -> tuple[str, list[Link]]:
@@ -64,6 +78,7 @@ def _inline(children: list[Token], content: str, first_line: int) -> tuple[str, 
     ``children``, parsed from ``content`` whose first line is ``first_line`` (1-based)."""
     pieces: list[str] = []
     found: list[Link] = []
+    newlines: list[int] | None = None  # where each line of ``content`` ends, found once, at the first link
     title: list[str] | None = None
     link_open = None
     autolink = False
@@ -76,7 +91,9 @@ def _inline(children: list[Token], content: str, first_line: int) -> tuple[str, 
             href = link_open.attrGet("href") if link_open is not None else None
             if href:
                 pos = link_open.meta.get("src_pos", 0)
-                line = first_line + content.count("\n", 0, pos)
+                if newlines is None:
+                    newlines = [m.start() for m in _NEWLINE.finditer(content)]
+                line = first_line + bisect.bisect_left(newlines, pos)  # newlines before pos
                 found.append(Link(" ".join("".join(title).split()), str(href), line))
             link_open, title, autolink = None, None, False
             pieces.append(" ")
@@ -95,6 +112,11 @@ def _inline(children: list[Token], content: str, first_line: int) -> tuple[str, 
             pieces.append(" ")
         elif kind == "html_inline":
             pieces.append(" ")
+            if ":" in child.content:  # a tag such as <a href="javascript:...">
+                if newlines is None:
+                    newlines = [m.start() for m in _NEWLINE.finditer(content)]
+                line = first_line + bisect.bisect_left(newlines, child.meta.get("src_pos", 0))
+                found += [Link("", url, line + n - 1) for n, url in script_urls(child.content)]
     return "".join(pieces), found
 
 
@@ -104,14 +126,17 @@ _MD: MarkdownIt | None = None
 def _markdown() -> MarkdownIt:
     """The shared parser: CommonMark plus tables and strikethrough, links kept as
     written, each link recording where it starts in its block's inline source
-    (``meta["src_pos"]``), so that a link in a paragraph of several lines gets its line."""
+    (``meta["src_pos"]``), so that a link in a paragraph of several lines gets its line (raw HTML
+    tags too), and links that run script kept as links, to be reported apart."""
     global _MD
     if _MD is None:
         md = MarkdownIt("commonmark").enable(["table", "strikethrough"]).disable("text_join")
         md.normalizeLink = lambda url: url  # keep the author's URL, not a percent-encoded one
         md.normalizeLinkText = lambda url: url
-        for name in ("link", "autolink"):
+        for name in ("link", "autolink", "html_inline"):
             md.inline.ruler.at(name, _positioned(_rule(md.inline.ruler, name)))
+        validate = md.validateLink
+        md.validateLink = lambda url: validate(url) or is_script_url(url)  # seen, to be reported apart
         _MD = md
     return _MD
 
@@ -131,7 +156,7 @@ def _positioned(rule):
         ok = rule(state, silent)
         if ok and not silent:
             for tok in state.tokens[n:]:
-                if tok.type == "link_open":
+                if tok.type in ("link_open", "html_inline"):
                     tok.meta["src_pos"] = start
                     break
         return ok

@@ -141,8 +141,11 @@ class SourceFile:
     file: Path | None = None
     """The file on disk it was read from (``None`` for text given to :func:`~worklog_gen.log.parse.parse`)."""
     target_date: dt.date | None = None
-    """This file's target date: its front matter's ``target_date:`` (or ``target:``), else the one
-    most of its entries give; its entries' countdowns are checked against it."""
+    """The target date this file's front matter names (``target_date:`` or ``target:``); its
+    entries' countdowns are checked against it. ``None``: the file names none."""
+    refused: bool = False
+    """Left out of the log (its front matter holds a YAML alias): no entries, and its text, kept
+    as :attr:`preamble` so that it reassembles, is no part of the site."""
 
     @property
     def title(self) -> str:

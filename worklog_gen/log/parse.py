@@ -105,6 +105,10 @@ def _build(p: _Prepared, order: Literal["mdy", "dmy"], year: int | None = None,
     diagnostics += fm_diags
     src = SourceFile(path=p.path, front_matter_text="\n".join(lines[:fm_end]), front_matter_lines=fm_end,
                      front_matter=fm, line_count=len(lines))
+    if any(d.code is DiagnosticCode.FILE_REFUSED for d in fm_diags):  # a YAML alias: the file is left out
+        src.refused = True
+        src.preamble, src.preamble_lines = "\n".join(lines[fm_end:]), len(lines) - fm_end
+        return src, diagnostics
     if p.shape is None:
         src.entries = _whole_file(p, src, fm, order, diagnostics)
         return src, diagnostics
@@ -172,14 +176,19 @@ def _shortcode_problems(src: SourceFile, file: Path, folder: Path) -> list[Diagn
     return out
 
 
-def _analyse(src: SourceFile) -> None:
+def _analyse(src: SourceFile) -> list[Diagnostic]:
     """Set the links, words and tasks of every entry of ``src``: one markdown-it-py
-    parse per entry (:func:`worklog_gen.log.markdown_scan.scan`)."""
+    parse per entry (:func:`worklog_gen.log.markdown_scan.scan`); a warning for each link
+    that runs script."""
+    diagnostics = []
     for e in src.entries:
         first_line = e.line + 1 if e.header else e.line
         found = scan(e.body, first_line)
         e.links, e.words = found.links, found.words
         e.tasks = entry_tasks(e.body.split("\n"), first_line, found.code_lines)
+        diagnostics += [Diagnostic(e.path, link.line, f"a link that runs script ({link.url[:60]!r}): dropped from "
+                                   "the page", DiagnosticCode.UNSAFE_LINK) for link in found.script_links]
+    return diagnostics
 
 
 def _assemble(files: list[SourceFile], diagnostics: list[Diagnostic], order: Literal["mdy", "dmy"]) -> Worklog:
@@ -202,11 +211,13 @@ def _assemble(files: list[SourceFile], diagnostics: list[Diagnostic], order: Lit
             diagnostics.append(Diagnostic(e.path, e.line, msg, DiagnosticCode.SAME_DAY))
     # The log's preamble and front matter are those of its first file with a preamble
     # (in a folder of one-entry files, an index or README), else of its first file; each
-    # file keeps its own (SourceFile), and its target date applies to its own entries.
-    main = next((f for f in files if f.preamble.strip()), files[0] if files else SourceFile(""))
-    for f in files:
+    # file keeps its own (SourceFile), and its target date applies to its own entries. A refused
+    # file (a YAML alias in its front matter) has no part in either.
+    kept = [f for f in files if not f.refused]
+    main = next((f for f in kept if f.preamble.strip()), kept[0] if kept else SourceFile(""))
+    for f in kept:
         diagnostics += _file_target(f)
-    target = _log_target(files, entries, diagnostics)
+    target = _log_target(kept, entries, diagnostics)
     diagnostics += _unrecognised(files, entries)
     rank = {f.path: k for k, f in enumerate(files)}
     diagnostics.sort(key=lambda d: (rank.get(d.path, len(rank)), d.line, d.severity.rank))
@@ -235,7 +246,7 @@ def _unrecognised(files: list[SourceFile], entries: list[Entry]) -> list[Diagnos
     at all, each listing the header shapes understood and the lines that look most like a date."""
     out = []
     for f in files:
-        if f.entries or (entries and Path(f.path).stem.lower() in INDEX_NAMES):
+        if f.entries or f.refused or (entries and Path(f.path).stem.lower() in INDEX_NAMES):
             continue
         lines = (f.front_matter_text + "\n" + f.preamble).split("\n") if f.front_matter_lines else f.preamble.split("\n")
         near = [f"line {n}: “{line.strip()[:60]}”" for n, line in enumerate(lines, start=1)
@@ -244,8 +255,9 @@ def _unrecognised(files: list[SourceFile], entries: list[Entry]) -> list[Diagnos
         out.append(Diagnostic(f.path, 1, f"no entry recognised in this file. Entry headers understood: {shapes_help()}."
                               + hint + ".", DiagnosticCode.NO_ENTRIES))
     if files and not entries and not out:
-        out.append(Diagnostic(files[0].path, 1, f"no entry in the log. Entry headers understood: {shapes_help()}.",
-                              DiagnosticCode.NO_ENTRIES))
+        why = (": every file was refused (see above)" if all(f.refused for f in files)
+               else f". Entry headers understood: {shapes_help()}.")
+        out.append(Diagnostic(files[0].path, 1, f"no entry in the log{why}", DiagnosticCode.NO_ENTRIES))
     return out
 
 
@@ -348,7 +360,7 @@ def _parse_texts(
         sources = []
         for p in prepared:
             src, more = _build(p, order, year, today)
-            _analyse(src)
+            more += _analyse(src)
             file, folder = (files or {}).get(p.path, (None, None))
             src.file = file
             more += _shortcode_problems(src, file or Path(p.path), folder or Path(p.path).parent)

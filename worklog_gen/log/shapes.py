@@ -279,7 +279,8 @@ class Progress(HeaderShape):
         diagnostics = []
         month_days = [progress_month_day(h.match) for h in headers]
         given = ctx.front_matter.get("year", ctx.year)
-        if given is not None and not (isinstance(given, int) and not isinstance(given, bool)):
+        if given is not None and not (isinstance(given, int) and not isinstance(given, bool)
+                                      and dt.MINYEAR < given < dt.MAXYEAR):
             diagnostics.append(Diagnostic(ctx.path, 1, f"front matter year {given!r} is not a year",
                                           DiagnosticCode.FRONT_MATTER))
             given = None

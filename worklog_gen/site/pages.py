@@ -146,8 +146,8 @@ def day_page(log: Worklog, index: int, ctx: SiteContext, same_day: Sequence[int]
     parts = [f"# {md_escape(entry_title(entry)) if entry.kind == 'post' else entry_title(timed or entry)}",
              f"*{' · '.join(facts)}*"]
     if entry.tags:
-        tags = relative(ctx.layout.tags, src)
-        parts.append("**Tags:** " + ", ".join(f"[{md_escape(t)}]({tags}#{tag_anchor(t)})" for t in entry.tags))
+        tags, anchors = relative(ctx.layout.tags, src), tag_anchors(log)
+        parts.append("**Tags:** " + ", ".join(f"[{md_escape(t)}]({tags}#{anchors[t]})" for t in entry.tags))
     for e in group:
         written = (f"Written as “{md_escape(e.header.strip())}”" if e.header.strip()
                    else "A post" if e.kind == "post" else "One entry per file")
@@ -265,7 +265,7 @@ def home_page(log: Worklog, ctx: SiteContext) -> str:
     heatmap and the timeline newest first by month, one summary line per entry. The heatmap's
     files (:func:`home_files`) go into ``ctx.files``."""
     src = ctx.layout.home
-    prefaced = [(f.title, f.preamble, f.path) for f in log.files if f.preamble.strip()]
+    prefaced = [(f.title, f.preamble, f.path) for f in log.files if f.preamble.strip() and not f.refused]
     if not log.files and log.preamble.strip():  # a log made in code, without its files
         prefaced = [("", log.preamble, log.paths[0] if log.paths else "<worklog>")]
     title = str(log.front_matter.get("title") or ctx.title) if len(prefaced) <= 1 else ctx.title
@@ -421,24 +421,42 @@ def nav_section(log: Worklog, ctx: SiteContext) -> list:
     ]
 
 
-def tag_anchor(tag: str) -> str:
-    """The anchor of a tag's heading on the tags page, as Python-Markdown's ``toc`` makes it."""
-    from markdown.extensions.toc import slugify
-
-    return slugify(tag, "-")
-
-
-def tags_page(log: Worklog, ctx: SiteContext) -> str:
-    """Every tag (a post's ``tags`` and ``categories``), most used first, with its entries."""
-    src = ctx.layout.tags
+def _by_tag(log: Worklog) -> list[tuple[str, list[Entry]]]:
+    """Every tag with its entries, in the tags page's order: most used first, then by name."""
     by_tag: dict[str, list[Entry]] = {}
     for entry in log.entries:
         for tag in entry.tags:
             by_tag.setdefault(tag, []).append(entry)
+    return sorted(by_tag.items(), key=lambda kv: (-len(kv[1]), kv[0].lower(), kv[0]))
+
+
+def tag_anchors(log: Worklog) -> dict[str, str]:
+    """Each tag's anchor on the tags page, one per tag and never empty: the slug Python-Markdown's
+    ``toc`` would make (``Warp shuffles`` -> ``warp-shuffles``), ``tag`` where that is empty
+    (``🚀``, ``..``), then ``-2``, ``-3``... where the slug is taken (``Upper`` after ``UPPER``,
+    or the page title's ``tags``). :func:`tags_page` sets each heading's id to it (attr_list)."""
+    from markdown.extensions.toc import slugify
+
+    taken, anchors = {"tags"}, {}
+    for tag, _ in _by_tag(log):
+        base = slugify(tag, "-") or "tag"
+        anchor, n = base, 1
+        while anchor in taken:
+            n += 1
+            anchor = f"{base}-{n}"
+        taken.add(anchor)
+        anchors[tag] = anchor
+    return anchors
+
+
+def tags_page(log: Worklog, ctx: SiteContext) -> str:
+    """Every tag (a post's ``tags`` and ``categories``), most used first, with its entries; each
+    heading's id is the tag's anchor (:func:`tag_anchors`)."""
+    src, anchors = ctx.layout.tags, tag_anchors(log)
     parts = ["# Tags"]
-    for tag, entries in sorted(by_tag.items(), key=lambda kv: (-len(kv[1]), kv[0].lower())):
+    for tag, entries in _by_tag(log):
         items = "\n".join(f"- {_day_link(e, src, ctx)}" for e in reversed(entries))
-        parts.append(f"## {md_escape(tag)}\n\n{items}")
+        parts.append(f"## {md_escape(tag)} {{#{anchors[tag]}}}\n\n{items}")
     return "\n\n".join(parts) + "\n"
 
 
