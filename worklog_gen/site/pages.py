@@ -2,13 +2,14 @@
 
 Plain functions: the MkDocs plugin (:mod:`worklog_gen.plugin`) only places their
 output in the site. The worklog home (preamble, countdown, streaks, heatmap, timeline),
-a page per entry (:func:`day_page`), a page per year listing its days (:func:`year_page`),
+a page per entry (:func:`day_page`), a page per year listing its days (:func:`year_pages`),
 the reading list, the tasks and the tags; where each one lives is
 :mod:`worklog_gen.site.layout`'s to say.
 
 This module holds the titles, the one-line entry summary, the page markdown and the
 navigation (the home, reading list, tasks, tags and year pages: a day page is reached from
-them, never listed in the nav, so that no page grows with the log but those that list it); the figures come from :mod:`worklog_gen.site.stats`,
+them, never listed in the nav, so that no page grows with the log but those that list it);
+the figures come from :mod:`worklog_gen.site.stats`,
 the heatmap from :mod:`worklog_gen.site.heatmap`, old-site links are handled by
 :mod:`worklog_gen.site.old_links` and markdown escaping is :mod:`worklog_gen.site.markup`.
 
