@@ -2,8 +2,10 @@
 
 On a plain ``mkdocs build`` (or ``properdocs build``) it makes the site's files once
 (``on_files``): the worklog pages, the topic pages and the Kernels page, their images,
-the Atom feed; it hands them to MkDocs as generated files and puts them in the
-navigation. ``worklog-gen generate`` writes the same files for other engines. Problems the author must fix raise
+the Atom feed; it hands them to MkDocs as generated files and puts the sections of
+:func:`~worklog_gen.site.generate.generate` in the navigation (the worklog's home, lists and
+year pages, the topics); the pages no section names, the day pages, are marked not in the
+nav, so that ``validation: omitted_files`` stays quiet. ``worklog-gen generate`` writes the same files for other engines. Problems the author must fix raise
 ``PluginError`` naming file and line; the parser's warnings and stale notebooks
 are logged at WARNING, so ``mkdocs build --strict`` fails on them.
 """
