@@ -4,7 +4,8 @@ Writes T-minus logs of consecutive days (1,000, 4,000 and 10,000 entries by defa
 temporary folder, each entry one of a few realistic texts cycled through the log (reading
 notes with links to the Triton tutorials, the CUDA C++ Programming Guide and the FlashAttention
 paper, ``Done`` and ``-> Tmr`` task lines, code spans), beside a minimal ``mkdocs.yml``
-(``site_name``, ``theme: material``, the ``worklog`` plugin). Each log is built once with
+(``site_name``, ``theme: material``, the ``worklog`` plugin; ``--search`` adds the ``search``
+plugin). Each log is built once with
 ``mkdocs build`` in a fresh process, and the script prints per size the wall time, the size of
 the site, the largest day page's HTML, and the ratios of time and size between 4,000 and 1,000
 entries.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 import re
 import resource
@@ -123,17 +125,17 @@ def site_size(site: Path) -> tuple[int, int]:
     return total, largest
 
 
-def build(root: Path, entries: int) -> tuple[float, float, int, int]:
-    """Write the project, build it with ``mkdocs build`` in a fresh process (importing this
-    repository's ``worklog_gen``); wall seconds, CPU seconds (user and system, of the build's
+def build(root: Path, entries: int, search: bool = False) -> tuple[float, float, int, int]:
+    """Write the project (with the ``search`` plugin when ``search``), build it with ``mkdocs
+    build`` in a fresh process (importing this repository's ``worklog_gen``); wall seconds, CPU seconds (user and system, of the build's
     process), site bytes and largest day page bytes."""
     (root / "worklog").mkdir(parents=True)
     (root / "docs").mkdir()
     (root / "docs" / "index.md").write_text("# Home\n", encoding="utf-8")
     (root / "worklog" / "log.md").write_text(t_minus_log(entries), encoding="utf-8")
-    (root / "mkdocs.yml").write_text(
-        "site_name: Scale\ntheme: material\nplugins:\n  - search\n  - worklog:\n      worklog_dir: worklog\n",
-        encoding="utf-8")
+    plugins = ["search"] * search + [{"worklog": {"worklog_dir": "worklog"}}]
+    config = {"site_name": "Scale", "theme": "material", "plugins": plugins}
+    (root / "mkdocs.yml").write_text(json.dumps(config), encoding="utf-8")  # JSON is YAML
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONPATH": str(REPO)}
     cpu = _children_cpu()
     start = time.perf_counter()
@@ -150,12 +152,13 @@ def _children_cpu() -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 4000, 10000], help="entries per log")
+    parser.add_argument("--search", action="store_true", help="add MkDocs' search plugin (Material's search index)")
     args = parser.parse_args()
     results = {}
     print(f"{'entries':>8} {'wall s':>7} {'CPU s':>7} {'site MB':>8} {'largest day page KB':>20}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.sizes:
-            wall, cpu, total, largest = build(Path(tmp) / str(n), n)
+            wall, cpu, total, largest = build(Path(tmp) / str(n), n, args.search)
             results[n] = (wall, cpu, total)
             print(f"{n:>8} {wall:>7.1f} {cpu:>7.1f} {total / 1e6:>8.1f} {largest / 1e3:>20.1f}", flush=True)
     if 1000 in results and 4000 in results:
