@@ -23,7 +23,7 @@ from mkdocs.config import load_config
 
 from worklog_gen.config import load_plugin_config
 from worklog_gen.log import load
-from worklog_gen.site.generate import GENERATED_MARK
+from worklog_gen.site.generate import GENERATED_MARK, nav_paths
 
 REPO = Path(__file__).resolve().parents[1]
 QUIET = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
@@ -163,3 +163,5 @@ def test_generated_config_drops_the_plugin_and_spells_out_the_nav(tmp_path):
     assert sections[:2] == ["Worklog", "Kernels"]
     kernels = next(item["Kernels"] for item in nav if isinstance(item, dict) and "Kernels" in item)
     assert {"Overview": "kernels.md"} in kernels
+    assert not [p for p in nav_paths(nav) if re.search(r"\d{4}-\d\d-\d\d", p)]  # day pages: out of the nav
+    assert config["not_in_nav"].splitlines() == ["/notes/", "/worklog/[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*.md"]

@@ -1,5 +1,6 @@
 """Page text from hand-built entries: streaks, heatmap, timeline, tasks, links, day pages."""
 
+import dataclasses
 import datetime as dt
 import json
 
@@ -13,6 +14,7 @@ from worklog_gen.site.old_links import OldSiteLinks
 from worklog_gen.site.layout import Layout
 from worklog_gen.site.pages import (
     SiteContext,
+    day_groups,
     day_page,
     entry_title,
     home_files,
@@ -21,6 +23,8 @@ from worklog_gen.site.pages import (
     reading_list_page,
     summary,
     tasks_page,
+    worklog_pages,
+    year_pages,
 )
 from worklog_gen.site.stats import normalise_task, reading_list, streaks, task_report, timeline
 
@@ -250,15 +254,16 @@ def test_day_page_has_title_iso_date_verbatim_body_and_neighbours(make_entry, ma
         make_entry("2025-12-11", "Third.", countdown=152),
     ]
     ctx = SiteContext(topic_titles={"tiled-matmul": "Tiled matmul"}, entry_topics={"2025-12-10": ["tiled-matmul"]})
-    page = day_page(make_log(entries), 1, ctx)
+    page = day_page(make_log(entries), 1, ctx, before=entries[0], after=entries[2])
     assert page.startswith("# 10 Dec 2025 · T-153\n")
     assert "Wednesday 2025-12-10" in page and "153 days to the target date 2026-05-12" in page
     assert "Read [Lecture 14](https://c.org/l14) on GEMM.\n\nPing Sohan - Done" in page
     assert "- [Tiled matmul](../topics/tiled-matmul.md)" in page
     assert "- [Lecture 14](<https://c.org/l14>) — c.org" in page
     assert "- ✓ done: Ping Sohan - Done" in page
-    assert "← [9 Dec 2025 · T-154](2025-12-09.md)" in page and "[11 Dec 2025 · T-152](2025-12-11.md) →" in page
-    first = day_page(make_log(entries), 0, ctx)
+    assert page.endswith("← [9 Dec 2025 · T-154](2025-12-09.md) · [December 2025](2025.md#2025-12) · "
+                         "[Worklog](index.md) · [11 Dec 2025 · T-152](2025-12-11.md) →\n")
+    first = day_page(make_log(entries), 0, ctx, after=entries[1])
     assert "←" not in first and "## Topics" not in first
 
 
@@ -293,28 +298,69 @@ def test_reading_list_page_links_every_url_once(make_entry, make_log):
     assert '<a href="/blog/old/">Old</a>' in page
 
 
-def test_entry_url_and_nav_section(make_entry, make_log):
-    entries = [make_entry("2025-11-30", countdown=10), make_entry("2025-12-01", countdown=9)]
-    assert Layout("/log/").entry_url(entries[0].slug) == "log/2025-11-30/"
-    assert Layout("/log/", use_directory_urls=False).entry_url(entries[0].slug) == "log/2025-11-30.html"
+def test_entry_url_and_nav_section_of_years_without_day_pages(make_entry, make_log):
+    entries = [make_entry("2024-12-31", countdown=11), make_entry("2025-11-30", countdown=10),
+               make_entry("2025-12-01", countdown=9)]
+    assert Layout("/log/").entry_url(entries[0].slug) == "log/2024-12-31/"
+    assert Layout("/log/", use_directory_urls=False).entry_url(entries[0].slug) == "log/2024-12-31.html"
+    assert Layout("/log/").year_page(2025) == "log/2025.md"
     assert entry_title(make_entry("2025-12-01")) == "1 Dec 2025"
     nav = nav_section(make_log(entries), SiteContext())
     assert nav == [
         "worklog/index.md",
         {"Reading list": "worklog/reading-list.md"},
         {"Tasks": "worklog/tasks.md"},
-        {"November 2025": [{"Sun 30 · T-10": "worklog/2025-11-30.md"}]},
-        {"December 2025": [{"Mon 1 · T-9": "worklog/2025-12-01.md"}]},
+        {"2025": "worklog/2025.md"},  # newest year first, as the home's timeline
+        {"2024": "worklog/2024.md"},
     ]
+
+
+def test_day_groups_find_the_pages_around_each_page_in_one_walk(make_entry, make_log):
+    a = make_entry("2025-12-09", "First.", countdown=154)
+    b = make_entry("2025-12-10", "From the log.", countdown=153)
+    b2 = make_entry("2025-12-10", "From the notes file.", countdown=153, path="notes.md")
+    post = dataclasses.replace(make_entry("2025-12-10", "A post."), shape="post", title="Warp shuffles")
+    c = make_entry("2025-12-11", "Third.", countdown=152)
+    log = make_log([a, b, post, b2, c])  # the parser keeps file order within a day
+    groups = day_groups(log, SiteContext())
+    assert [(g.src, g.indices) for g in groups] == [
+        ("worklog/2025-12-09.md", (0,)), ("worklog/2025-12-10.md", (1, 3)),
+        ("worklog/2025-12-10-warp-shuffles.md", (2,)), ("worklog/2025-12-11.md", (4,))]
+    assert [(g.before and g.before.slug, g.after and g.after.slug) for g in groups] == [
+        (None, "2025-12-10"), ("2025-12-09", "2025-12-10-warp-shuffles"),
+        ("2025-12-10", "2025-12-10"), ("2025-12-10", None)]  # as the pages' first entries were scanned for
+
+
+def test_year_page_lists_exactly_its_days_by_month(make_entry, make_log):
+    entries = [make_entry(d, f"Day {d}.", countdown=i) for i, d in
+               enumerate(["2024-12-30", "2025-01-02", "2025-01-03", "2025-03-01", "2026-01-01"])]
+    ctx = SiteContext()
+    pages = year_pages(make_log(entries), day_groups(make_log(entries), ctx), ctx)
+    assert list(pages) == ["worklog/2026.md", "worklog/2025.md", "worklog/2024.md"]
+    page = pages["worklog/2025.md"]
+    linked = [line.split("](")[1].split(")")[0] for line in page.splitlines() if line.startswith("- [")]
+    assert linked == ["2025-03-01.md", "2025-01-03.md", "2025-01-02.md"]  # newest first
+    assert page.index("## March { #2025-03 }") < page.index("## January { #2025-01 }")
+    assert "- [3 Jan 2025 · T-2](2025-01-03.md) — Day 2025-01-03." in page
+    assert page.endswith("← [2024](2024.md) · [Worklog](index.md) · [2026](2026.md) →\n")
+
+
+def test_a_day_page_links_its_neighbours_its_month_and_the_home(make_entry, make_log):
+    entries = [make_entry(f"2025-0{m}-1{d}", countdown=100 - 10 * m - d) for m in (1, 2) for d in (1, 2)]
+    pages = worklog_pages(make_log(entries), SiteContext(layout=Layout("notes/log")))
+    page = pages["notes/log/2025-02-11.md"]
+    assert "← [12 Jan 2025 · T-88](2025-01-12.md)" in page
+    assert "[February 2025](2025.md#2025-02)" in page and "[Worklog](index.md)" in page
+    assert "[12 Feb 2025 · T-78](2025-02-12.md) →" in page
+    assert "notes/log/2025.md" in pages
 
 
 @pytest.mark.parametrize("prefix", ["worklog", "notes/log"])
 def test_pages_link_relative_to_their_own_folder(make_entry, make_log, prefix):
-    from worklog_gen.site.pages import worklog_pages
-
     entries = [make_entry("2025-12-09", "GEMM", 1)]
     ctx = SiteContext(layout=Layout(prefix), topic_titles={"t": "T"}, entry_topics={"2025-12-09": ["t"]})
     pages = worklog_pages(make_log(entries), ctx)
-    assert set(pages) == {f"{prefix}/{n}" for n in ["index.md", "reading-list.md", "tasks.md", "2025-12-09.md"]}
+    assert set(pages) == {f"{prefix}/{n}" for n in ["index.md", "reading-list.md", "tasks.md", "2025.md",
+                                                      "2025-12-09.md"]}
     depth = prefix.count("/") + 1
     assert f"]({'../' * depth}topics/t.md)" in pages[f"{prefix}/2025-12-09.md"]

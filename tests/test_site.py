@@ -158,14 +158,26 @@ def test_tminus_fixture_day_pages_link_the_topics_they_mention(tminus_fixture_si
 # --- a small log: navigation, topics, feed ----------------------------------------------------
 
 
-def test_automatic_nav_has_sections_and_months(build_site, fake_render):
+def test_automatic_nav_has_sections_and_years_but_no_day(build_site, fake_render):
     site = build_site(SMALL_LOG, plugin={"topics": TOPICS})
-    nav = html(site, "index.html").find("nav", class_="md-nav--primary").get_text(" ")
-    nav = " ".join(nav.split())
-    for label in ["Home", "Worklog", "Reading list", "Tasks", "November 2025", "Sun 30 · T-163",
-                  "December 2025", "Mon 1 · T-162", "Kernels", "Overview", "Tiled matmul"]:
-        assert label in nav, label
-    assert nav.index("November 2025") < nav.index("December 2025")
+    for page in ["index.html", "worklog/2025-12-01/index.html"]:
+        primary = html(site, page).find("nav", class_="md-nav--primary")
+        nav = " ".join(primary.get_text(" ").split())
+        for label in ["Home", "Worklog", "Reading list", "Tasks", "2025", "Kernels", "Overview", "Tiled matmul"]:
+            assert label in nav, label
+        assert "T-16" not in nav and "December" not in nav
+        assert not [a["href"] for a in primary.find_all("a", href=True) if re.search(r"\d{4}-\d\d-\d\d", a["href"])]
+
+
+def test_a_day_page_links_its_neighbours_its_year_page_and_the_home(build_site):
+    site = build_site(SMALL_LOG)
+    links = {a.get_text(" ").strip(): a["href"] for a in html(site, "worklog/2025-12-01/index.html").find("article").find_all("a")}
+    assert links["30 Nov 2025 · T-163"] == "../2025-11-30/" and links["2 Dec 2025 · T-161"] == "../2025-12-02/"
+    assert links["December 2025"] == "../2025/#2025-12" and links["Worklog"] == "../"
+    year = html(site, "worklog/2025/index.html").find("article")
+    assert year.find(id="2025-12") is not None and year.find(id="2025-11") is not None  # the months' anchors
+    days = [a["href"] for a in year.find_all("a") if re.fullmatch(r"\.\./\d{4}-\d\d-\d\d/", a["href"])]
+    assert days == ["../2025-12-02/", "../2025-12-01/", "../2025-11-30/"]
 
 
 def test_configured_nav_gets_a_worklog_section(build_site, fake_render):
@@ -177,7 +189,7 @@ def test_configured_nav_gets_a_worklog_section(build_site, fake_render):
     )
     nav = " ".join(html(site, "about/index.html").find("nav", class_="md-nav--primary").get_text(" ").split())
     assert nav.index("Start") < nav.index("About") < nav.index("Log") < nav.index("Kernels")
-    assert "December 2025" in nav
+    assert "2025" in nav and "December" not in nav
 
 
 def test_topic_pages_and_kernels_page_from_the_renderer(build_site, fake_render):
@@ -279,3 +291,35 @@ def test_an_unreadable_frozen_notebook_stops_the_build_naming_it(build_site, fak
         build_site(SMALL_LOG, plugin={"topics": TOPICS}, strict=False)
     assert any("topic 'vector-add': notebooks/_freeze/vector_add/vector_add.ipynb: cannot read" in r.getMessage()
                for r in caplog.records)
+
+
+# --- a long log: no page grows with it but the ones that list it -------------------------------
+
+
+def _long_log(days: int) -> str:
+    """A T-minus log of ``days`` consecutive days from 2020-01-01, each a line, a link and a task."""
+    start = dt.date(2020, 1, 1)
+    target = start + dt.timedelta(days=days)
+    entries = [
+        f"{day:%m/%d/%y} (T - {(target - day).days})\n\n"
+        f"Read [the Triton matmul tutorial](https://triton-lang.org/main/getting-started/tutorials/"
+        f"0{i % 3 + 1}-x.html) again; `GROUP_SIZE_M = 8`.\n\nTime tile {i} - Done;\n"
+        for i, day in enumerate(start + dt.timedelta(days=i) for i in range(days))
+    ]
+    return "Ruthless work-ethic\n\n" + "\n".join(entries)
+
+
+def test_a_2000_day_log_keeps_day_pages_small_and_out_of_the_nav(build_site):
+    site = build_site(_long_log(2000))  # strict: no day page is reported as omitted from the nav
+    days = sorted((site / "worklog").glob("20[0-9][0-9]-[0-9][0-9]-[0-9][0-9]/index.html"))
+    assert len(days) == 2000
+    largest = max(days, key=lambda p: p.stat().st_size)
+    assert largest.stat().st_size < 60_000, f"{largest} is {largest.stat().st_size:,} bytes"
+    primary = html(site, "worklog/2023-06-15/index.html").find("nav", class_="md-nav--primary")
+    hrefs = [a["href"] for a in primary.find_all("a", href=True)]
+    assert not [h for h in hrefs if re.search(r"\d{4}-\d\d-\d\d", h)]
+    assert [a.get_text(strip=True) for a in primary.find_all("a", href=re.compile(r"^\.\./\d{4}/$"))] == [
+        str(y) for y in range(2025, 2019, -1)]  # 2020-01-01 to 2025-06-22, newest year first
+    year = html(site, "worklog/2021/index.html").find("article")
+    listed = [a["href"] for a in year.find_all("a", href=re.compile(r"^\.\./\d{4}-\d\d-\d\d/$"))]
+    assert listed == [f"../{dt.date(2021, 12, 31) - dt.timedelta(days=i)}/" for i in range(365)]

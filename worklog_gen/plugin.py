@@ -2,8 +2,10 @@
 
 On a plain ``mkdocs build`` (or ``properdocs build``) it makes the site's files once
 (``on_files``): the worklog pages, the topic pages and the Kernels page, their images,
-the Atom feed; it hands them to MkDocs as generated files and puts them in the
-navigation. ``worklog-gen generate`` writes the same files for other engines. Problems the author must fix raise
+the Atom feed; it hands them to MkDocs as generated files and puts the sections of
+:func:`~worklog_gen.site.generate.generate` in the navigation (the worklog's home, lists and
+year pages, the topics); the pages no section names, the day pages, are marked not in the
+nav, so that ``validation: omitted_files`` stays quiet. ``worklog-gen generate`` writes the same files for other engines. Problems the author must fix raise
 ``PluginError`` naming file and line; the parser's warnings and stale notebooks
 are logged at WARNING, so ``mkdocs build --strict`` fails on them.
 """
@@ -66,6 +68,9 @@ class WorklogPlugin(BasePlugin[WorklogConfig]):
             (log.warning if message.level is Severity.WARNING else log.info)(message.text)
         in_nav = self._nav(config, files, site)
         self.generated = site.files
+        # the pages that hold the author's text (the worklog section's, the home at the root too)
+        self.worklog_pages = {src for section in site.sections[:1] for src in section.srcs} | {
+            src for src in site.pages if src.startswith(self.config.url_prefix.strip("/") + "/")}
         for src, content in site.files.items():
             if files.get_file_from_path(src) is not None:
                 raise PluginError(f"worklog: docs/{src} clashes with a page the worklog plugin generates")
@@ -91,8 +96,7 @@ class WorklogPlugin(BasePlugin[WorklogConfig]):
     def on_page_content(self, html: str, /, *, page, config: MkDocsConfig, files: Files) -> str:
         """A worklog page's HTML without links that run script, and sanitised with ``sanitize``
         (:mod:`worklog_gen.site.sanitize`; the parser has warned at each link's file:line)."""
-        prefix = self.config.url_prefix.strip("/")
-        if prefix and not page.file.src_uri.startswith(prefix + "/"):
+        if page.file.src_uri not in self.worklog_pages:
             return html
         html, _ = drop_script_links(html)
         return clean_html(html) if self.config.sanitize else html

@@ -22,6 +22,7 @@ import posixpath
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence
 
 import yaml
 from mkdocs.exceptions import PluginError
@@ -55,7 +56,8 @@ class Message:
 
 @dataclass
 class Section:
-    """One nav section: ``{title: items}`` in MkDocs' nav form, and the pages it holds."""
+    """One nav section: ``{title: items}`` in MkDocs' nav form, and the pages it holds (those
+    its items name, and those reached from them: the day pages)."""
 
     title: str
     items: list
@@ -76,6 +78,9 @@ class GeneratedSite:
     files: dict[str, str | bytes] = field(default_factory=dict)
     sections: list[Section] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
+    not_in_nav: list[str] = field(default_factory=list)
+    """Gitignore-style patterns of the generated pages that no nav lists (the day pages), for
+    MkDocs' ``not_in_nav`` of a written ``mkdocs.yml``."""
 
     @property
     def pages(self) -> dict[str, str]:
@@ -154,6 +159,7 @@ def generate(cfg: WorklogConfig, root: Path, *, site_name: str, site_url: str | 
     extra: dict[str, bytes] = dict(ctx.files)  # the heatmap
     extra |= {dest: path.read_bytes() for dest, path in ctx.assets.items()}  # a post's images
     site.sections.append(Section(cfg.nav_title, nav_section(worklog, ctx), set(pages)))
+    site.not_in_nav.append(ctx.layout.entry_pages_pattern)
     topic_items = _topic_pages(cfg, root, worklog, ctx, pages, extra, site.messages)
     if topic_items:
         topic_srcs = {next(iter(item.values())) for item in topic_items}
@@ -243,10 +249,10 @@ def read_config(mkdocs_yml: Path) -> dict:
     return data
 
 
-def engine_config(config: dict, docs_dir: str, nav: list) -> dict:
+def engine_config(config: dict, docs_dir: str, nav: list, not_in_nav: Sequence[str] = ()) -> dict:
     """``config`` (a ``mkdocs.yml``'s data) for an engine that runs no MkDocs plugins: what the
     plugin's ``on_config`` adds (:mod:`~worklog_gen.site.settings`' extensions and fonts,
-    :mod:`~worklog_gen.site.assets`' styles and scripts) written out, the ``worklog`` plugin removed, ``docs_dir`` set to the generated folder and the whole nav spelled out."""
+    :mod:`~worklog_gen.site.assets`' styles and scripts) written out, the ``worklog`` plugin removed, ``docs_dir`` set to the generated folder and the whole nav spelled out; the patterns ``not_in_nav`` (the day pages, which the plugin marks not in the nav) are added to the author's."""
     config = dict(config)
     config["markdown_extensions"] = settings.with_extensions(list(config.get("markdown_extensions") or []))
     config["theme"] = settings.without_web_fonts(config.get("theme"))
@@ -256,6 +262,9 @@ def engine_config(config: dict, docs_dir: str, nav: list) -> dict:
                          if not (p == "worklog" or (isinstance(p, dict) and "worklog" in p))]
     config["docs_dir"] = docs_dir
     config["nav"] = nav
+    if not_in_nav:
+        own = (config.get("not_in_nav") or "").strip("\n")
+        config["not_in_nav"] = "\n".join([own, *not_in_nav] if own else not_in_nav) + "\n"
     config.pop("site_dir", None)
     return config
 
@@ -273,7 +282,8 @@ def nav_paths(nav) -> list[str]:
 
 def with_sections(nav: list, sections: list[Section]) -> tuple[list, set[str]]:
     """``nav`` with each section appended, unless ``nav`` already names one of its pages
-    (then the author placed them, and the rest stay out of the nav).
+    (then the author placed them, and the rest stay out of the nav). An appended section puts
+    in the nav the pages its items name; its other pages (the day pages) stay out.
 
     Returns:
         The new nav and the generated pages that are in it.
@@ -286,7 +296,7 @@ def with_sections(nav: list, sections: list[Section]) -> tuple[list, set[str]]:
             in_nav |= named & section.srcs
         else:
             nav.append(section.nav())
-            in_nav |= section.srcs
+            in_nav |= set(nav_paths(section.items))
     return nav, in_nav
 
 
@@ -343,7 +353,7 @@ def write_site(site: GeneratedSite, out: Path, *, docs_dir: Path, mkdocs_yml: Pa
     data = read_config(mkdocs_yml)
     nav, _in_nav = with_sections(data.get("nav") or _author_nav(docs_dir, data.get("not_in_nav")), site.sections)
     (out / NAV_FILE).write_text(yaml.safe_dump(nav, sort_keys=False, allow_unicode=True), encoding="utf-8")
-    config = engine_config(data, "docs", nav)
+    config = engine_config(data, "docs", nav, site.not_in_nav)
     config_path = out / "mkdocs.yml"
     config_path.write_text(
         "# Written by `worklog-gen generate` from the project's mkdocs.yml: the worklog plugin's\n"

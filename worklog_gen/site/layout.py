@@ -13,7 +13,10 @@ Layout under the site root::
     <url_prefix>/reading-list.md     every link
     <url_prefix>/tasks.md            the task report
     <url_prefix>/tags.md             a post's tags (when any entry has tags)
-    <url_prefix>/<slug>.md           a day's page (<slug>/ beside it holds a post's images)
+    <url_prefix>/<year>.md           a year's days by month (in the nav, newest year first)
+    <url_prefix>/<slug>.md           a day's page, out of the nav: the year pages, the home's
+                                     timeline and the day pages themselves link it (<slug>/
+                                     beside it holds a post's images)
     <url_prefix>/words-per-day.*     the heatmap's chart files
     topics/<id>.md                   a topic page (topics/<id>/ holds its files)
     kernels.md                       every notebook's headline figures and roofline
@@ -94,6 +97,26 @@ class Layout:
     def heatmap(self) -> str:
         """Stem of the heatmap's chart files (``worklog/words-per-day``)."""
         return self.page(HEATMAP)
+
+    def year_page(self, year: int) -> str:
+        """Docs path of a year's page, which lists its days by month: ``worklog/2025.md``."""
+        return self.page(f"{year}.md")
+
+    @staticmethod
+    def month_anchor(day: dt.date) -> str:
+        """The anchor of a month's heading on its year page: ``2025-12`` (set with ``attr_list``,
+        so no ``toc`` setting changes it)."""
+        return f"{day:%Y-%m}"
+
+    def month_link(self, day: dt.date, from_src: str) -> str:
+        """Relative link from a page to the month of ``day`` on its year page: ``2025.md#2025-12``."""
+        return f"{relative(self.year_page(day.year), from_src)}#{self.month_anchor(day)}"
+
+    @property
+    def entry_pages_pattern(self) -> str:
+        """The day pages as a gitignore-style pattern of MkDocs' ``not_in_nav`` (every slug
+        starts with its ISO date): ``/worklog/[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*.md``."""
+        return "/" + self.page("[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*.md")
 
     def entry_page(self, slug: str) -> str:
         """Docs path of an entry's page: ``worklog/2025-12-09.md``."""

@@ -2,11 +2,14 @@
 
 Plain functions: the MkDocs plugin (:mod:`worklog_gen.plugin`) only places their
 output in the site. The worklog home (preamble, countdown, streaks, heatmap, timeline),
-a page per entry (:func:`day_page`), the reading list, the tasks and the tags; where each
-one lives is :mod:`worklog_gen.site.layout`'s to say.
+a page per entry (:func:`day_page`), a page per year listing its days (:func:`year_pages`),
+the reading list, the tasks and the tags; where each one lives is
+:mod:`worklog_gen.site.layout`'s to say.
 
 This module holds the titles, the one-line entry summary, the page markdown and the
-navigation; the figures come from :mod:`worklog_gen.site.stats`,
+navigation (the home, reading list, tasks, tags and year pages: a day page is reached from
+them, never listed in the nav, so that no page grows with the log but those that list it);
+the figures come from :mod:`worklog_gen.site.stats`,
 the heatmap from :mod:`worklog_gen.site.heatmap`, old-site links are handled by
 :mod:`worklog_gen.site.old_links` and markdown escaping is :mod:`worklog_gen.site.markup`.
 
@@ -18,7 +21,6 @@ raw HTML, so its links are final URLs (see :func:`worklog_gen.site.heatmap.heatm
 from __future__ import annotations
 
 import datetime as dt
-import html
 import posixpath
 import re
 from dataclasses import dataclass, field
@@ -53,17 +55,6 @@ def entry_title(entry: Entry) -> str:
     if entry.kind == "post":
         return f"{entry.title} · {day}"
     return day + _counter(entry)
-
-
-def nav_title(entry: Entry) -> str:
-    """Short title under its month in the navigation: ``Tue 9 · T-154``, ``Mon 24 · Day 25``;
-    a post's title, made safe as HTML: themes insert nav titles into pages unescaped (Material's
-    ``{{ nav_item.title }}``), and into ``<title>`` through Jinja's ``striptags``, which unescapes
-    entities again. So the title is HTML-escaped, and a zero-width space after each ``<`` of a
-    ``</`` keeps ``</title>`` or ``</script>`` from ever closing an element."""
-    if entry.kind == "post":
-        return html.escape(entry.title.replace("</", "<\u200b/"), quote=False)
-    return f"{entry.date:%a} {entry.date.day}" + _counter(entry)
 
 
 # --- summary --------------------------------------------------------------------------
@@ -119,6 +110,8 @@ class SiteContext:
     """Files the pages show, found while writing them: docs path -> file (a post's images)."""
     files: dict[str, bytes] = field(default_factory=dict)
     """Files the pages made while writing them: docs path -> content (the heatmap's chart)."""
+    tag_anchors: dict[str, str] | None = None
+    """Each tag's anchor on the tags page (:func:`tag_anchors`), once computed."""
 
     def entry_page(self, entry: Entry) -> str:
         return self.layout.entry_page(entry.slug)
@@ -128,13 +121,49 @@ def _day_link(entry: Entry, from_src: str, ctx: SiteContext, text: str | None = 
     return f"[{md_escape(text or entry_title(entry))}]({relative(ctx.entry_page(entry), from_src)})"
 
 
-def day_page(log: Worklog, index: int, ctx: SiteContext, same_day: Sequence[int] = ()) -> str:
+@dataclass(frozen=True)
+class DayGroup:
+    """One day page: the entries it shows and the pages around it."""
+
+    src: str
+    """Its docs path (``worklog/2025-12-09.md``)."""
+    indices: tuple[int, ...]
+    """Indices into ``log.entries`` of the entries it shows: one, or a day's entries from
+    several files (the first file's first)."""
+    before: Entry | None
+    """The entry before the page's first one that has a page of its own (the previous page)."""
+    after: Entry | None
+    """The first entry after the page's first one that has another page (the next page)."""
+
+
+def day_groups(log: Worklog, ctx: SiteContext) -> list[DayGroup]:
+    """Every day page of ``log`` in date order (a day written in two files is one page; a
+    post is a page of its own), with its previous and next pages, in one walk over the
+    entries (which the parser sorts by date)."""
+    entries = log.entries
+    by_src: dict[str, list[int]] = {}
+    for i, entry in enumerate(entries):
+        by_src.setdefault(ctx.entry_page(entry), []).append(i)
+    groups = []
+    for src, indices in by_src.items():
+        first = indices[0]
+        after = first + 1  # past the page's own entries right after it: each is skipped once
+        while after < len(entries) and entries[after].slug == entries[first].slug:
+            after += 1
+        groups.append(DayGroup(src, tuple(indices), entries[first - 1] if first else None,
+                               entries[after] if after < len(entries) else None))
+    return groups
+
+
+def day_page(log: Worklog, index: int, ctx: SiteContext, same_day: Sequence[int] = (),
+             before: Entry | None = None, after: Entry | None = None) -> str:
     """The page of ``log.entries[index]``: title (a post's title, or the date and counter),
     ISO date, the author's header and text verbatim (old-site links handled by
     ``ctx.old_links``; a post's headings one level down, under its title), its tags, then
-    its topics, links and tasks, and links to the previous and next pages. ``same_day``
-    holds the indices of the day's entries from other sources, which share the page: then
-    each text sits under a heading naming its source."""
+    its topics, links and tasks, and links to the previous page (``before``'s), its month
+    on its year page, the worklog home and the next page (``after``'s); :func:`day_groups`
+    finds them. ``same_day`` holds the indices of the day's entries from other sources,
+    which share the page: then each text sits under a heading naming its source."""
     group = [log.entries[i] for i in (index, *same_day)]
     entry = group[0]
     src = ctx.entry_page(entry)
@@ -146,7 +175,9 @@ def day_page(log: Worklog, index: int, ctx: SiteContext, same_day: Sequence[int]
     parts = [f"# {md_escape(entry_title(entry)) if entry.kind == 'post' else entry_title(timed or entry)}",
              f"*{' · '.join(facts)}*"]
     if entry.tags:
-        tags, anchors = relative(ctx.layout.tags, src), tag_anchors(log)
+        if ctx.tag_anchors is None:  # once per site, not per page
+            ctx.tag_anchors = tag_anchors(log)
+        tags, anchors = relative(ctx.layout.tags, src), ctx.tag_anchors
         parts.append("**Tags:** " + ", ".join(f"[{md_escape(t)}]({tags}#{anchors[t]})" for t in entry.tags))
     for e in group:
         written = (f"Written as “{md_escape(e.header.strip())}”" if e.header.strip()
@@ -182,13 +213,12 @@ def day_page(log: Worklog, index: int, ctx: SiteContext, same_day: Sequence[int]
         parts.append("---")
         parts.extend(extra)
     around = []
-    before = [e for e in log.entries[:index] if e.slug != entry.slug]
-    after = [e for e in log.entries[index + 1:] if e.slug != entry.slug]
-    if before:
-        around.append("← " + _day_link(before[-1], src, ctx))
+    if before is not None:
+        around.append("← " + _day_link(before, src, ctx))
+    around.append(f"[{month_title(entry.date)}]({ctx.layout.month_link(entry.date, src)})")
     around.append(f"[{md_escape(ctx.title)}]({relative(ctx.layout.home, src)})")
-    if after:
-        around.append(_day_link(after[0], src, ctx) + " →")
+    if after is not None:
+        around.append(_day_link(after, src, ctx) + " →")
     parts.append("---\n\n" + " · ".join(around))
     return "\n\n".join(parts) + "\n"
 
@@ -402,23 +432,47 @@ def topic_page(title: str, body: str, mentions: Sequence[Entry], ctx: SiteContex
 
 
 def nav_section(log: Worklog, ctx: SiteContext) -> list:
-    """The worklog's items for MkDocs' ``nav``: home (the section's index page),
-    reading list, tasks, then one section per month with its days in date order."""
-    months: dict[str, list] = {}
-    listed: set[str] = set()
-    for entry in log.entries:
-        page = ctx.entry_page(entry)
-        if page not in listed:  # a day written in two files has one page
-            listed.add(page)
-            months.setdefault(month_title(entry.date), []).append({nav_title(entry): page})
+    """The worklog's items for MkDocs' ``nav``: home (the section's index page), reading
+    list, tasks, tags (when an entry has tags), then one page per year, newest first, as the
+    home's timeline runs. Day pages are not in it: a year page lists them."""
     tags = [{"Tags": ctx.layout.tags}] if any(e.tags for e in log.entries) else []
+    years = sorted({e.date.year for e in log.entries}, reverse=True)
     return [
         ctx.layout.home,
         {"Reading list": ctx.layout.reading_list},
         {"Tasks": ctx.layout.tasks},
         *tags,
-        *({month: days} for month, days in months.items()),
+        *({str(year): ctx.layout.year_page(year)} for year in years),
     ]
+
+
+def year_pages(log: Worklog, groups: Sequence[DayGroup], ctx: SiteContext) -> dict[str, str]:
+    """A page per year of ``groups`` (:func:`day_groups`): docs path -> markdown. Each lists
+    the year's day pages newest first under a heading per month (anchored at
+    :meth:`~worklog_gen.site.layout.Layout.month_anchor`, which day pages link to), each day
+    a link with its one-line :func:`summary`, then links to the years around it and the home."""
+    by_year: dict[int, dict[dt.date, list[Entry]]] = {}
+    for group in reversed(groups):  # newest first
+        entry = log.entries[group.indices[0]]
+        month = entry.date.replace(day=1)
+        by_year.setdefault(entry.date.year, {}).setdefault(month, []).append(entry)
+    years = list(by_year)
+    pages = {}
+    for i, (year, months) in enumerate(by_year.items()):
+        src = ctx.layout.year_page(year)
+        days = len({e.date for entries in months.values() for e in entries})
+        parts = [f"# {year}", f"{_days(days)} logged, newest first."]
+        for month, entries in months.items():
+            items = "\n".join(f"- {_day_link(e, src, ctx)} — {md_escape(summary(e))}" for e in entries)
+            parts.append(f"## {month:%B} {{ #{ctx.layout.month_anchor(month)} }}\n\n{items}")
+        around = [f"[{md_escape(ctx.title)}]({relative(ctx.layout.home, src)})"]
+        if i + 1 < len(years):  # an older year
+            around.insert(0, f"← [{years[i + 1]}]({relative(ctx.layout.year_page(years[i + 1]), src)})")
+        if i:
+            around.append(f"[{years[i - 1]}]({relative(ctx.layout.year_page(years[i - 1]), src)}) →")
+        parts.append("---\n\n" + " · ".join(around))
+        pages[src] = "\n\n".join(parts) + "\n"
+    return pages
 
 
 def _by_tag(log: Worklog) -> list[tuple[str, list[Entry]]]:
@@ -461,7 +515,8 @@ def tags_page(log: Worklog, ctx: SiteContext) -> str:
 
 
 def worklog_pages(log: Worklog, ctx: SiteContext) -> dict[str, str]:
-    """Every worklog page: docs source path -> markdown (``tags.md`` when an entry has tags)."""
+    """Every worklog page: docs source path -> markdown (``tags.md`` when an entry has tags; a
+    page per year and per day)."""
     pages = {
         ctx.layout.home: home_page(log, ctx),
         ctx.layout.reading_list: reading_list_page(log, ctx),
@@ -469,11 +524,11 @@ def worklog_pages(log: Worklog, ctx: SiteContext) -> dict[str, str]:
     }
     if any(e.tags for e in log.entries):
         pages[ctx.layout.tags] = tags_page(log, ctx)
-    groups: dict[str, list[int]] = {}
-    for i, entry in enumerate(log.entries):  # a day written in two files: one page
-        groups.setdefault(ctx.entry_page(entry), []).append(i)
-    for src, (first, *others) in groups.items():
-        pages[src] = day_page(log, first, ctx, others)
+    groups = day_groups(log, ctx)
+    pages |= year_pages(log, groups, ctx)
+    for group in groups:
+        first, *others = group.indices
+        pages[group.src] = day_page(log, first, ctx, others, group.before, group.after)
     return pages
 
 

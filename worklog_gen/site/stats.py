@@ -8,6 +8,7 @@ into text.
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import re
 from collections import defaultdict
@@ -130,19 +131,24 @@ def task_report(entries: Iterable[Entry]) -> TaskReport:
     :class:`TaskReport` for the matching rule)."""
     ordered = sorted(entries, key=lambda e: e.date)
     report = TaskReport()
-    done_on: dict[str, list[Entry]] = defaultdict(list)
+    done_on: dict[str, list[Entry]] = defaultdict(list)  # in date order
     for entry in ordered:
         for task in entry.tasks:
             if task.status == TaskStatus.DONE:
                 report.done.append((entry, task))
                 done_on[normalise_task(task.text)].append(entry)
+    done_dates = {key: [e.date for e in done] for key, done in done_on.items()}
     outstanding: dict[str, tuple[list[Entry], Task]] = {}
     for entry in ordered:
         for task in entry.tasks:
             if task.status != TaskStatus.CARRIED:
                 continue
             key = normalise_task(task.text)
-            later = next((e for e in done_on.get(key, []) if e.date > entry.date), None)
+            # the first done after the entry's day, by binary search: a task carried and done
+            # again and again (a daily habit) is not scanned from its first done every time
+            dates = done_dates.get(key, [])
+            k = bisect.bisect_right(dates, entry.date)
+            later = done_on[key][k] if k < len(dates) else None
             if later is not None:
                 report.carried_then_done.append((entry, task, later))
             elif key in outstanding:
