@@ -130,6 +130,8 @@ def _entry(rank: int, world: int, port: int, task: str, kwargs: dict, out: str) 
     cuda = torch.cuda.is_available()
     if cuda:
         torch.cuda.set_device(rank)
+    else:
+        torch.set_num_threads(1)  # a process per core: spinning OpenMP threads would starve gloo's
     init = dict(backend="nccl" if cuda else "gloo", rank=rank, world_size=world,
                 init_method=f"tcp://127.0.0.1:{port}")
     if cuda:
