@@ -40,12 +40,8 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-
-try:  # the Triton kernels; everything else works without Triton
-    import triton
-    import triton.language as tl
-except ImportError:  # pragma: no cover
-    triton = None
+import triton
+import triton.language as tl
 
 # --- units and the α–β model ---------------------------------------------------------------------
 
@@ -351,89 +347,90 @@ def ring_all_reduce(x: torch.Tensor) -> torch.Tensor:
 
 # --- an all-reduce by hand: Triton kernels on the peers' memory ----------------------------------
 
-if triton is not None:
 
-    @triton.jit
-    def block_barrier(pad_ptrs, rank, channel, WORLD: tl.constexpr):
-        """Block ``pid`` of this rank meets block ``pid`` of every peer.
+@triton.jit
+def block_barrier(pad_ptrs, rank, channel, WORLD: tl.constexpr):
+    """Block ``pid`` of this rank meets block ``pid`` of every peer.
 
-        ``pad_ptrs``: int64[WORLD], the address of each rank's signal pad (int32 flags, zero at
-        the start). Slot ``(channel * programs + pid) * WORLD + q`` of rank r's pad is the flag
-        "rank q's block pid reached barrier ``channel``". For each peer: wait until our slot in the
-        peer's pad is 0 (the peer took our last flag), set it to 1 with *release* semantics at
-        *system* scope, so the peer sees every store this block made before it; then, for each
-        peer, wait until its flag in our own pad is 1 and set it back to 0 in the same atomic
-        (*acquire*: the peer's stores are visible after it). The reset leaves every slot at 0, so
-        the kernel can run again, and inside a CUDA graph."""
-        pid = tl.program_id(0)
-        slot = (channel * tl.num_programs(0) + pid) * WORLD
-        tl.debug_barrier()  # every thread of the block has finished its stores
+    ``pad_ptrs``: int64[WORLD], the address of each rank's signal pad (int32 flags, zero at
+    the start). Slot ``(channel * programs + pid) * WORLD + q`` of rank r's pad is the flag
+    "rank q's block pid reached barrier ``channel``". For each peer: wait until our slot in the
+    peer's pad is 0 (the peer took our last flag), set it to 1 with *release* semantics at
+    *system* scope, so the peer sees every store this block made before it; then, for each
+    peer, wait until its flag in our own pad is 1 and set it back to 0 in the same atomic
+    (*acquire*: the peer's stores are visible after it). The reset leaves every slot at 0, so
+    the kernel can run again, and inside a CUDA graph."""
+    pid = tl.program_id(0)
+    slot = (channel * tl.num_programs(0) + pid) * WORLD
+    tl.debug_barrier()  # every thread of the block has finished its stores
+    for peer in tl.static_range(WORLD):
+        if peer != rank:
+            peer_pad = tl.load(pad_ptrs + peer).to(tl.pointer_type(tl.int32))
+            while tl.atomic_cas(peer_pad + slot + rank, 0, 1, sem="release", scope="sys") != 0:
+                pass
+    own_pad = tl.load(pad_ptrs + rank).to(tl.pointer_type(tl.int32))
+    for peer in tl.static_range(WORLD):
+        if peer != rank:
+            while tl.atomic_cas(own_pad + slot + peer, 1, 0, sem="acquire", scope="sys") != 1:
+                pass
+    tl.debug_barrier()  # no thread loads a peer's data before the flags are in
+
+
+@triton.jit
+def one_shot_kernel(buf_ptrs, pad_ptrs, out_ptr, n, rank, WORLD: tl.constexpr, BLOCK: tl.constexpr,
+                    SYNC: tl.constexpr = True):
+    """``out = sum over ranks of buffer[rank]``, every rank reading every peer's whole buffer.
+
+    ``buf_ptrs``: int64[WORLD], the address of each rank's input (``n`` elements of
+    ``out_ptr``'s dtype); ``out_ptr``: this rank's output, a local tensor. Accumulates in
+    fp32 in rank order, so every rank gets the same bits. One barrier before (the peers'
+    inputs are written) and one after (no rank overwrites its input while a peer reads it).
+    ``SYNC=False`` leaves the barriers out (for tests that check the arithmetic alone)."""
+    pid, programs = tl.program_id(0), tl.num_programs(0)
+    if SYNC:
+        block_barrier(pad_ptrs, rank, 0, WORLD)
+    for start in range(pid * BLOCK, n, programs * BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        mask = offs < n
+        acc = tl.zeros([BLOCK], dtype=tl.float32)
         for peer in tl.static_range(WORLD):
-            if peer != rank:
-                peer_pad = tl.load(pad_ptrs + peer).to(tl.pointer_type(tl.int32))
-                while tl.atomic_cas(peer_pad + slot + rank, 0, 1, sem="release", scope="sys") != 0:
-                    pass
-        own_pad = tl.load(pad_ptrs + rank).to(tl.pointer_type(tl.int32))
+            src = tl.load(buf_ptrs + peer).to(tl.pointer_type(out_ptr.dtype.element_ty))
+            acc += tl.load(src + offs, mask=mask).to(tl.float32)
+        tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
+    if SYNC:
+        block_barrier(pad_ptrs, rank, 1, WORLD)
+
+
+@triton.jit
+def two_shot_kernel(buf_ptrs, pad_ptrs, n, rank, WORLD: tl.constexpr, BLOCK: tl.constexpr,
+                    DTYPE: tl.constexpr, SYNC: tl.constexpr = True):
+    """Sum the ranks' buffers in place: each rank's buffer ends holding the sum.
+
+    ``buf_ptrs``: int64[WORLD], each rank's buffer of ``n`` elements of ``DTYPE`` (``n``
+    divisible by WORLD). Rank r owns chunk r (``n / WORLD`` elements): it reads chunk r of
+    every peer and sums it (the reduce-scatter), then stores the sum into chunk r of every
+    peer's buffer (the all-gather, by writes). Each rank moves 2(WORLD−1)/WORLD of the
+    buffer over its links, as a ring does, in two steps instead of 2(WORLD−1). Barriers as
+    :func:`one_shot_kernel`'s; the second one also says "your chunk r is written"."""
+    pid, programs = tl.program_id(0), tl.num_programs(0)
+    chunk = n // WORLD
+    if SYNC:
+        block_barrier(pad_ptrs, rank, 0, WORLD)
+    for start in range(pid * BLOCK, chunk, programs * BLOCK):
+        local = start + tl.arange(0, BLOCK)
+        mask = local < chunk
+        offs = rank * chunk + local
+        acc = tl.zeros([BLOCK], dtype=tl.float32)
         for peer in tl.static_range(WORLD):
-            if peer != rank:
-                while tl.atomic_cas(own_pad + slot + peer, 1, 0, sem="acquire", scope="sys") != 1:
-                    pass
-        tl.debug_barrier()  # no thread loads a peer's data before the flags are in
+            src = tl.load(buf_ptrs + peer).to(tl.pointer_type(DTYPE))
+            acc += tl.load(src + offs, mask=mask).to(tl.float32)
+        for peer in tl.static_range(WORLD):
+            dst = tl.load(buf_ptrs + peer).to(tl.pointer_type(DTYPE))
+            tl.store(dst + offs, acc.to(DTYPE), mask=mask)
+    if SYNC:
+        block_barrier(pad_ptrs, rank, 1, WORLD)
 
-    @triton.jit
-    def one_shot_kernel(buf_ptrs, pad_ptrs, out_ptr, n, rank, WORLD: tl.constexpr, BLOCK: tl.constexpr,
-                        SYNC: tl.constexpr = True):
-        """``out = sum over ranks of buffer[rank]``, every rank reading every peer's whole buffer.
-
-        ``buf_ptrs``: int64[WORLD], the address of each rank's input (``n`` elements of
-        ``out_ptr``'s dtype); ``out_ptr``: this rank's output, a local tensor. Accumulates in
-        fp32 in rank order, so every rank gets the same bits. One barrier before (the peers'
-        inputs are written) and one after (no rank overwrites its input while a peer reads it).
-        ``SYNC=False`` leaves the barriers out (for tests that check the arithmetic alone)."""
-        pid, programs = tl.program_id(0), tl.num_programs(0)
-        if SYNC:
-            block_barrier(pad_ptrs, rank, 0, WORLD)
-        for start in range(pid * BLOCK, n, programs * BLOCK):
-            offs = start + tl.arange(0, BLOCK)
-            mask = offs < n
-            acc = tl.zeros([BLOCK], dtype=tl.float32)
-            for peer in tl.static_range(WORLD):
-                src = tl.load(buf_ptrs + peer).to(tl.pointer_type(out_ptr.dtype.element_ty))
-                acc += tl.load(src + offs, mask=mask).to(tl.float32)
-            tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
-        if SYNC:
-            block_barrier(pad_ptrs, rank, 1, WORLD)
-
-    @triton.jit
-    def two_shot_kernel(buf_ptrs, pad_ptrs, n, rank, WORLD: tl.constexpr, BLOCK: tl.constexpr,
-                        DTYPE: tl.constexpr, SYNC: tl.constexpr = True):
-        """Sum the ranks' buffers in place: each rank's buffer ends holding the sum.
-
-        ``buf_ptrs``: int64[WORLD], each rank's buffer of ``n`` elements of ``DTYPE`` (``n``
-        divisible by WORLD). Rank r owns chunk r (``n / WORLD`` elements): it reads chunk r of
-        every peer and sums it (the reduce-scatter), then stores the sum into chunk r of every
-        peer's buffer (the all-gather, by writes). Each rank moves 2(WORLD−1)/WORLD of the
-        buffer over its links, as a ring does, in two steps instead of 2(WORLD−1). Barriers as
-        :func:`one_shot_kernel`'s; the second one also says "your chunk r is written"."""
-        pid, programs = tl.program_id(0), tl.num_programs(0)
-        chunk = n // WORLD
-        if SYNC:
-            block_barrier(pad_ptrs, rank, 0, WORLD)
-        for start in range(pid * BLOCK, chunk, programs * BLOCK):
-            local = start + tl.arange(0, BLOCK)
-            mask = local < chunk
-            offs = rank * chunk + local
-            acc = tl.zeros([BLOCK], dtype=tl.float32)
-            for peer in tl.static_range(WORLD):
-                src = tl.load(buf_ptrs + peer).to(tl.pointer_type(DTYPE))
-                acc += tl.load(src + offs, mask=mask).to(tl.float32)
-            for peer in tl.static_range(WORLD):
-                dst = tl.load(buf_ptrs + peer).to(tl.pointer_type(DTYPE))
-                tl.store(dst + offs, acc.to(DTYPE), mask=mask)
-        if SYNC:
-            block_barrier(pad_ptrs, rank, 1, WORLD)
-
-    TL_DTYPE = {torch.float32: tl.float32, torch.float16: tl.float16, torch.bfloat16: tl.bfloat16}
+TL_DTYPE = {torch.float32: tl.float32, torch.float16: tl.float16, torch.bfloat16: tl.bfloat16}
 
 
 def pointer_table(tensors_or_ptrs, dev) -> torch.Tensor:
