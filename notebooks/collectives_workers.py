@@ -395,6 +395,7 @@ def one_shot_kernel(buf_ptrs, pad_ptrs, out_ptr, n, rank, WORLD: tl.constexpr, B
         acc = tl.zeros([BLOCK], dtype=tl.float32)
         for peer in tl.static_range(WORLD):
             src = tl.load(buf_ptrs + peer).to(tl.pointer_type(out_ptr.dtype.element_ty))
+            src = tl.multiple_of(src, 16)  # 16-byte aligned (as any allocation): 16-byte loads
             acc += tl.load(src + offs, mask=mask).to(tl.float32)
         tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
     if SYNC:
@@ -402,18 +403,18 @@ def one_shot_kernel(buf_ptrs, pad_ptrs, out_ptr, n, rank, WORLD: tl.constexpr, B
 
 
 @triton.jit
-def two_shot_kernel(buf_ptrs, pad_ptrs, n, rank, WORLD: tl.constexpr, BLOCK: tl.constexpr,
+def two_shot_kernel(buf_ptrs, pad_ptrs, chunk, rank, WORLD: tl.constexpr, BLOCK: tl.constexpr,
                     DTYPE: tl.constexpr, SYNC: tl.constexpr = True):
     """Sum the ranks' buffers in place: each rank's buffer ends holding the sum.
 
-    ``buf_ptrs``: int64[WORLD], each rank's buffer of ``n`` elements of ``DTYPE`` (``n``
-    divisible by WORLD). Rank r owns chunk r (``n / WORLD`` elements): it reads chunk r of
+    ``buf_ptrs``: int64[WORLD], each rank's buffer of ``WORLD * chunk`` elements of ``DTYPE``
+    (``chunk`` an argument, so that Triton sees when it divides by 16 and issues 16-byte loads
+    and stores). Rank r owns chunk r: it reads chunk r of
     every peer and sums it (the reduce-scatter), then stores the sum into chunk r of every
     peer's buffer (the all-gather, by writes). Each rank moves 2(WORLD−1)/WORLD of the
     buffer over its links, as a ring does, in two steps instead of 2(WORLD−1). Barriers as
     :func:`one_shot_kernel`'s; the second one also says "your chunk r is written"."""
     pid, programs = tl.program_id(0), tl.num_programs(0)
-    chunk = n // WORLD
     if SYNC:
         block_barrier(pad_ptrs, rank, 0, WORLD)
     for start in range(pid * BLOCK, chunk, programs * BLOCK):
@@ -422,10 +423,10 @@ def two_shot_kernel(buf_ptrs, pad_ptrs, n, rank, WORLD: tl.constexpr, BLOCK: tl.
         offs = rank * chunk + local
         acc = tl.zeros([BLOCK], dtype=tl.float32)
         for peer in tl.static_range(WORLD):
-            src = tl.load(buf_ptrs + peer).to(tl.pointer_type(DTYPE))
+            src = tl.multiple_of(tl.load(buf_ptrs + peer).to(tl.pointer_type(DTYPE)), 16)
             acc += tl.load(src + offs, mask=mask).to(tl.float32)
         for peer in tl.static_range(WORLD):
-            dst = tl.load(buf_ptrs + peer).to(tl.pointer_type(DTYPE))
+            dst = tl.multiple_of(tl.load(buf_ptrs + peer).to(tl.pointer_type(DTYPE)), 16)
             tl.store(dst + offs, acc.to(DTYPE), mask=mask)
     if SYNC:
         block_barrier(pad_ptrs, rank, 1, WORLD)
@@ -459,7 +460,7 @@ def two_shot(buf_ptrs: torch.Tensor, pad_ptrs: torch.Tensor, n: int, dtype: torc
     if n % world:
         raise ValueError(f"two-shot needs n divisible by the world size, got {n} and {world}")
     blocks = max(1, min(blocks, triton.cdiv(n // world, block)))
-    two_shot_kernel[(blocks,)](buf_ptrs, pad_ptrs, n, rank, WORLD=world, BLOCK=block, DTYPE=TL_DTYPE[dtype],
+    two_shot_kernel[(blocks,)](buf_ptrs, pad_ptrs, n // world, rank, WORLD=world, BLOCK=block, DTYPE=TL_DTYPE[dtype],
                                SYNC=sync, num_warps=num_warps)
 
 

@@ -18,6 +18,9 @@
   own flag set in every peer's pad; after the last rank, exactly the injected flags remain.
   What the interpreter cannot show: the memory ordering of ``sem=``/``scope=`` (it ignores them)
   and two ranks spinning at once; those run on the GPUs (``collectives_workers.py --smoke``).
+* Compiled for sm_90 without a GPU (Triton's own ptxas): the barrier's flags are a release and
+  an acquire compare-and-swap at system scope, and the data moves in 16-byte loads and stores
+  (the pointers cast from the table are declared 16-byte aligned with ``tl.multiple_of``).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "notebooks"))
 
 import collectives_workers as cw  # noqa: E402
+from interpreted import run_for_sm90  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="no gloo")
 
@@ -126,3 +130,42 @@ def test_two_shot_refuses_a_size_the_world_does_not_divide():
     ptrs = torch.zeros(3, dtype=torch.int64)
     with pytest.raises(ValueError, match="divisible"):
         cw.two_shot(ptrs, ptrs, 1000, torch.float32, 0)
+
+
+SM90 = r'''
+import json, re, sys
+sys.path.insert(0, sys.argv[1])
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+import collectives_workers as cw
+
+
+def ptx(fn, sig, consts, aligned):
+    sig = dict(sig) | {k: "constexpr" for k in consts}
+    attrs = {(fn.arg_names.index(a),): [["tt.divisibility", 16]] for a in aligned}  # as at 256 KiB and 128 MiB
+    return triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts, attrs=attrs),
+                          target=GPUTarget("cuda", 90, 32), options={"num_warps": 8}).asm["ptx"]
+
+
+out = {}
+for world in (2, 8):
+    one = ptx(cw.one_shot_kernel, {"buf_ptrs": "*i64", "pad_ptrs": "*i64", "out_ptr": "*bf16", "n": "i32", "rank": "i32"},
+              dict(WORLD=world, BLOCK=2048, SYNC=True), ["buf_ptrs", "pad_ptrs", "out_ptr", "n"])
+    two = ptx(cw.two_shot_kernel, {"buf_ptrs": "*i64", "pad_ptrs": "*i64", "chunk": "i32", "rank": "i32"},
+              dict(WORLD=world, BLOCK=2048, DTYPE=cw.tl.bfloat16, SYNC=True), ["buf_ptrs", "pad_ptrs", "chunk"])
+    for name, text in (("one", one), ("two", two)):
+        out[f"{name} {world}"] = {"atomics": sorted(set(re.findall(r"atom\.[\w.]+", text))),
+                                  "memory": sorted(set(re.findall(r"(?:ld|st)\.global[\w.]*", text)))}
+print(json.dumps(out))
+'''
+
+
+def test_the_kernels_compile_for_sm90_with_system_scope_flags_and_16_byte_accesses():
+    out = run_for_sm90(SM90, str(REPO / "notebooks"), TRITON_DEFAULT_FP_FUSION="1")
+    assert set(out) == {"one 2", "two 2", "one 8", "two 8"}
+    for name, found in out.items():
+        # the barrier: a release CAS into the peer's pad, an acquire CAS on our own, both at system scope
+        assert found["atomics"] == ["atom.global.acquire.sys.cas.b32", "atom.global.release.sys.cas.b32"], name
+        # the data: 16-byte loads and stores only (the pointer table is read with 8-byte loads)
+        assert set(found["memory"]) == {"ld.global.b64", "ld.global.v4.b32", "st.global.v4.b32"}, (name, found)
