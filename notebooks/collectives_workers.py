@@ -756,7 +756,7 @@ def train(variant: str, rank: int, world: int, *, width: int, depth: int, local_
 
         for p in params:
             p.register_post_accumulate_grad_hook(hook)
-    times = []
+    times, grad_norm = [], None
     for step in range(1, steps + 1):
         if not active:
             break
@@ -781,14 +781,18 @@ def train(variant: str, rank: int, world: int, *, width: int, depth: int, local_
             flat_g.div_(world)
         if variant == "zero1":
             g_shard = reduce_scatter(flat_g).div_(world)
+            if step == 1:
+                grad_norm = _global_norm(g_shard)
             adamw_(flat_p[lo:hi], g_shard, m, v, step)
             dist.all_gather_into_tensor(flat_p, flat_p[lo:hi].clone())
         else:
+            if step == 1:  # Adam hides a gradient's scale (a sum for a mean): the check compares it
+                grad_norm = float(torch.cat([p.grad.reshape(-1) for p in params]).norm())
             opt.step()
         times.append(_elapsed_ms(t0))
     if opt is not None:
         state_bytes = sum(t.nbytes for s in opt.state.values() for t in s.values() if torch.is_tensor(t))
-    result = {"variant": variant, "ms": statistics.median(times[timed_from:]) if len(times) > timed_from else None,
+    result = {"variant": variant, "grad_norm": grad_norm, "ms": statistics.median(times[timed_from:]) if len(times) > timed_from else None,
               "optimizer_state_bytes": state_bytes,
               "peak_bytes": torch.cuda.max_memory_allocated() if torch.cuda.is_available() else None}
     final = torch.cat([p.detach().reshape(-1).float().cpu() for p in params]) if active else None
@@ -800,6 +804,13 @@ def train(variant: str, rank: int, world: int, *, width: int, depth: int, local_
         result["rank_spread"] = float(diff.item())
     dist.barrier()
     return result | {"final": final}
+
+
+def _global_norm(shard: torch.Tensor) -> float:
+    """The 2-norm of a vector sharded over the ranks, from this rank's ``shard``."""
+    sq = shard.double().pow(2).sum().reshape(1)
+    dist.all_reduce(sq)
+    return float(sq.sqrt())
 
 
 def _stamp():
@@ -827,7 +838,9 @@ def task_dp(rank: int, world: int, width: int = 4096, depth: int = 8, local_batc
             timing: bool = True) -> dict:
     """Data parallelism four ways (:func:`train`): first the check, every variant against one
     process on the whole global batch, in float32 without autocast at ``check``'s (smaller)
-    sizes, 3 steps; then (``timing``) the step times, bf16 autocast, ``local_batch`` rows per
+    sizes, 3 steps: the parameters after them, and the first step's gradient norm (Adam's update
+    does not change if every gradient is scaled, so a sum where a mean is due would pass the
+    parameters' check alone); then (``timing``) the step times, bf16 autocast, ``local_batch`` rows per
     rank, the one-GPU baseline on the same rows per GPU (for weak-scaling efficiency).
     Returns, on rank 0, the check rows (max |Δ| against one process) and the timing rows."""
     check = check or {"width": 256, "depth": 4, "local_batch": 32}
@@ -838,6 +851,7 @@ def task_dp(rank: int, world: int, width: int = 4096, depth: int = 8, local_batc
         r = train(variant, rank, world, local_batch=check["local_batch"], **kw)
         if rank == 0:
             check_rows.append({"variant": variant, "max_abs_diff": float((r["final"] - ref["final"]).abs().max()),
+                               "grad_norm_rel_err": abs(r["grad_norm"] / ref["grad_norm"] - 1),
                                "rank_spread": r["rank_spread"]})
     rows = []
     if timing:

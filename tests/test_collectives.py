@@ -55,6 +55,7 @@ def test_collectives_ring_and_data_parallel_variants_over_gloo():
     for variant, row in checks.items():
         assert row["max_abs_diff"] < 1e-6, (variant, row)  # lr is 1e-3: a step's size is about lr
         assert row["rank_spread"] == 0.0, (variant, row)
+        assert row["grad_norm_rel_err"] < 1e-6, (variant, row)  # averaged, not summed
 
 
 @pytest.mark.parametrize("numel", [2, 1001])
