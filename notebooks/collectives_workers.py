@@ -464,6 +464,31 @@ def two_shot(buf_ptrs: torch.Tensor, pad_ptrs: torch.Tensor, n: int, dtype: torc
                                SYNC=sync, num_warps=num_warps)
 
 
+PAD_BYTES = 64 * 1024
+"""The signal pad asked for: 2 barriers x 4,096 flags of 4 bytes, for grids of up to 4,096 / world
+blocks. torch's default has been as small as 2,048 bytes (128 blocks on two GPUs)."""
+
+
+def signal_pad_bytes(grow: bool = False) -> int:
+    """The size of each rank's signal pad, bytes (``_SymmetricMemory.signal_pad_size``; 2,048 where
+    this torch does not say). With ``grow``, first raise it to :data:`PAD_BYTES`: only before this
+    process allocates any symmetric memory, which :class:`SymmBuffer` ensures."""
+    from torch._C._distributed_c10d import _SymmetricMemory
+
+    size = getattr(_SymmetricMemory, "signal_pad_size", None)
+    if size is None:
+        return 2048
+    if grow and size < PAD_BYTES:
+        try:
+            _SymmetricMemory.signal_pad_size = PAD_BYTES
+        except (AttributeError, TypeError, RuntimeError):
+            pass
+    return int(_SymmetricMemory.signal_pad_size)
+
+
+_SYMM_ALLOCATED = False
+
+
 class SymmBuffer:
     """A symmetric-memory buffer of ``n`` elements on every rank, and the pointer tables the
     kernels take: ``buf`` (this rank's tensor), ``buf_ptrs`` and ``pad_ptrs`` (int64[world] on
@@ -473,6 +498,9 @@ class SymmBuffer:
     def __init__(self, n: int, dtype: torch.dtype):
         import torch.distributed._symmetric_memory as symm_mem
 
+        global _SYMM_ALLOCATED
+        signal_pad_bytes(grow=not _SYMM_ALLOCATED)  # the same on every rank: each process runs this first
+        _SYMM_ALLOCATED = True
         self.buf = symm_mem.empty(n, dtype=dtype, device=device())
         group = dist.group.WORLD.group_name
         try:
@@ -485,8 +513,7 @@ class SymmBuffer:
         self.pad_ptrs = pointer_table(self.hdl.signal_pad_ptrs, self.buf.device)
         self.group = group
         # the barrier uses 2 channels x blocks x world int32 flags of each signal pad
-        pad_bytes = getattr(self.hdl, "signal_pad_size", None) or getattr(symm_mem, "get_signal_pad_size", lambda: 65536)()
-        self.max_blocks = pad_bytes // (4 * 2 * self.world)
+        self.max_blocks = signal_pad_bytes() // (4 * 2 * self.world)
 
 
 def symm_op(name: str):
@@ -919,7 +946,9 @@ def task_smoke(rank: int, world: int) -> dict:
         "one_shot_all_reduce": symm_op("one_shot_all_reduce") is not None,
         "two_shot_all_reduce_": symm_op("two_shot_all_reduce_") is not None,
         "backend": __import__("torch.distributed._symmetric_memory", fromlist=["get_backend"]).get_backend(device())})
-    part("symm buffer + pointer tables", lambda: vars(SymmBuffer(1024, torch.bfloat16)) and "ok")
+    part("symm buffer + pointer tables", lambda: {k: v for k, v in vars(SymmBuffer(1024, torch.bfloat16)).items()
+                                                  if k in ("rank", "world", "max_blocks", "group")}
+         | {"signal_pad_bytes": signal_pad_bytes()})
     part("Triton + symm_mem all-reduce: checks and short timings (256 KiB, 4 MiB)",
          lambda: task_allreduce(rank, world, sizes=(2**18, 2**22), rounds=1, reps=4))
     part("DP: check (tiny) + timing (small)",
