@@ -16,7 +16,8 @@ The pieces:
 * data-parallel training four ways, after llm.c (:func:`task_dp`).
 
 Run ``python notebooks/collectives_workers.py --smoke`` on a machine with several GPUs: each GPU
-piece runs briefly, and each part's exception is printed on its own.
+piece runs briefly in its own launch (with a timeout, so a hang stops only that part), and each
+part's status, time and result or exception is printed.
 
 Sources: nccl-tests, doc/PERFORMANCE.md
 (https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md) for algbw and busbw;
@@ -110,14 +111,22 @@ def run(task: str, world: int | None = None, timeout_s: float = 1800, **kwargs) 
 
     Raises:
         torch.multiprocessing.ProcessRaisedException: a worker failed (its traceback included).
+        TimeoutError: the workers ran past ``timeout_s`` seconds (a hang: they are killed).
     """
     for key, value in NVLS_OFF.items():
         os.environ.setdefault(key, value)
     world = world or world_size()
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "result.json"
-        torch.multiprocessing.spawn(_entry, args=(world, free_port(), task, kwargs, str(out)), nprocs=world,
-                                    join=True)
+        ctx = torch.multiprocessing.spawn(_entry, args=(world, free_port(), task, kwargs, str(out)), nprocs=world,
+                                          join=False)
+        deadline = time.monotonic() + timeout_s
+        while not ctx.join(timeout=1):
+            if time.monotonic() > deadline:
+                for proc in ctx.processes:
+                    if proc.is_alive():
+                        proc.kill()
+                raise TimeoutError(f"task {task!r} on {world} ranks ran past {timeout_s:.0f} s; its workers were killed")
         return json.loads(out.read_text())
 
 
@@ -922,53 +931,57 @@ TASKS = {"lesson": task_lesson, "check": task_check, "sweep": task_sweep, "allre
 # --- the smoke test ------------------------------------------------------------------------------
 
 
-def task_smoke(rank: int, world: int) -> dict:
-    """Each GPU piece briefly, each in its own try: what breaks, part by part."""
-    parts = []
+def task_symm_info(rank: int, world: int) -> dict:
+    """What this torch's symmetric memory offers: the ops the notebook uses, the backend, the
+    signal pad, and one buffer's handle."""
+    import torch.distributed._symmetric_memory as symm_mem
 
-    def part(name, fn):
+    sb = SymmBuffer(1024, torch.bfloat16)
+    return {"one_shot_all_reduce": symm_op("one_shot_all_reduce") is not None,
+            "two_shot_all_reduce_": symm_op("two_shot_all_reduce_") is not None,
+            "backend": getattr(symm_mem, "get_backend", lambda d: "?")(device()),
+            "signal_pad_bytes": signal_pad_bytes(), "max_blocks": sb.max_blocks, "rank": sb.rank, "world": sb.world,
+            "buffer_ptrs": [hex(p) for p in sb.hdl.buffer_ptrs]}
+
+
+TASKS["symm_info"] = task_symm_info
+
+SMOKE = [  # (what, task, arguments): each its own launch, so a failure or a hang stops only itself
+    ("check collectives + ring (NCCL)", "check", {}),
+    ("sweep: all_reduce 4 KiB + 16 MiB, eager + graph", "sweep", {"sizes": [4096, 2**24], "ops": ["all_reduce"],
+                                                                 "reps": 4, "rounds": 2}),
+    ("sweep: the other ops at 64 KiB, eager + graph", "sweep", {"sizes": [2**16], "ops": list(OPS[1:]), "reps": 4,
+                                                               "rounds": 2}),
+    ("symm_mem: API, backend, signal pad, a buffer", "symm_info", {}),
+    ("Triton + symm_mem all-reduce: checks, short timings (256 KiB, 4 MiB)", "allreduce",
+     {"sizes": [2**18, 2**22], "rounds": 1, "reps": 4}),
+    ("DP: check (small) + timing (width 512)", "dp", {"width": 512, "depth": 2, "local_batch": 64, "steps": 4,
+                                                      "timed_from": 1}),
+]
+
+
+def smoke(timeout_s: float = 180) -> list[dict]:
+    """Each part of :data:`SMOKE` in its own launch, with its own timeout; the status, seconds and
+    (shortened) result or error of each."""
+    parts = []
+    for what, task, kwargs in SMOKE:
         t0 = time.perf_counter()
         try:
-            out = fn()
-            status = "ok"
-        except Exception as exc:
-            out, status = traceback.format_exc(limit=4)[-1500:], f"FAIL {type(exc).__name__}: {exc}"[:300]
-        parts.append({"part": name, "status": status, "seconds": round(time.perf_counter() - t0, 2),
-                      "result": json.dumps(out, default=str)[:600]})
-        dist.barrier()  # a failed part leaves the others in step
-
-    part("check collectives (NCCL)", lambda: check_collectives(rank, world))
-    part("sweep: all_reduce 4 KiB + 16 MiB, eager + graph",
-         lambda: task_sweep(rank, world, [4096, 2**24], ops=["all_reduce"], reps=4, rounds=2)["rows"])
-    part("sweep: the other ops at 64 KiB, eager + graph",
-         lambda: task_sweep(rank, world, [2**16], ops=[o for o in OPS if o != "all_reduce"], reps=4, rounds=2)["rows"])
-    part("symm_mem API names", lambda: {
-        "one_shot_all_reduce": symm_op("one_shot_all_reduce") is not None,
-        "two_shot_all_reduce_": symm_op("two_shot_all_reduce_") is not None,
-        "backend": __import__("torch.distributed._symmetric_memory", fromlist=["get_backend"]).get_backend(device())})
-    part("symm buffer + pointer tables", lambda: {k: v for k, v in vars(SymmBuffer(1024, torch.bfloat16)).items()
-                                                  if k in ("rank", "world", "max_blocks", "group")}
-         | {"signal_pad_bytes": signal_pad_bytes()})
-    part("Triton + symm_mem all-reduce: checks and short timings (256 KiB, 4 MiB)",
-         lambda: task_allreduce(rank, world, sizes=(2**18, 2**22), rounds=1, reps=4))
-    part("DP: check (tiny) + timing (small)",
-         lambda: task_dp(rank, world, width=512, depth=2, local_batch=64, steps=4, timed_from=1))
-    return {"parts": parts}
-
-
-TASKS["smoke"] = task_smoke
-
-
-def _print_smoke(result: dict) -> None:
-    for p in result["parts"]:
-        print(f"{p['status'][:4]:>4}  {p['seconds']:7.2f} s  {p['part']}")
-    for p in result["parts"]:
-        print(f"\n== {p['part']}: {p['status']}\n{p['result']}")
+            result, status = run(task, timeout_s=timeout_s, **kwargs), "ok"
+        except Exception as exc:  # reported, and the next part runs
+            result, status = str(exc)[-3000:], f"FAIL {type(exc).__name__}"
+        parts.append({"part": what, "status": status, "seconds": time.perf_counter() - t0,
+                      "result": json.dumps(result, default=str) if status == "ok" else result})
+    return parts
 
 
 if __name__ == "__main__":
     if "--smoke" in sys.argv:
         sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # worklog_gen, run from anywhere
-        _print_smoke(run("smoke"))
-    else:
-        print(__doc__)
+        parts = smoke()
+        for p in parts:
+            print(f"{p['status']:<22} {p['seconds']:6.1f} s  {p['part']}")
+        for p in parts:
+            print(f"\n== {p['part']}: {p['status']}\n{p['result'][:3000]}")
+        sys.exit(0 if all(p["status"] == "ok" for p in parts) else 1)
+    print(__doc__)
