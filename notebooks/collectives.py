@@ -290,8 +290,8 @@ display(python_source(cw.two_shot_kernel))
 # more sizes and three ranks, and that each launch leaves its own flags reset. On the GPUs, the
 # kernels run on symmetric memory beside NCCL (eager and in a CUDA graph) and torch's own
 # `torch.ops.symm_mem.one_shot_all_reduce` and `two_shot_all_reduce_`, each checked against a
-# float64 sum first, at 1,000,003 elements (not a multiple of any block), inputs random, outputs
-# poisoned with NaN.
+# float64 sum first, at 1,000,002 elements (each rank's half, 500,001, a multiple of no block),
+# inputs random, outputs poisoned with NaN.
 
 # %% tags=["hide-input"] summary="CPU: the kernels with simulated peers. GPU: the six all-reduces, checked and timed"
 def simulated(kind: str, world: int = WORLD, n: int = 1001, dtype=torch.float32) -> float:
@@ -319,7 +319,7 @@ if GPU:
     ar = cw.run("allreduce", WORLD, sizes=(SMALL, LARGE))
     save_data("allreduce.json", ar)
     display(table(ar["checks"], {"impl": "all-reduce", "rel_err": "‖out − ref‖ / ‖ref‖", "error": "error"},
-                  formats={"rel_err": ".1e"}, caption="bf16 inputs, float64 reference, 1,000,003 elements"))
+                  formats={"rel_err": ".1e"}, caption="bf16 inputs, float64 reference, 1,000,002 elements"))
     for note in ar["notes"]:
         print("note:", note)
     assert all(r.get("rel_err", 1) < 1e-2 for r in ar["checks"] if not r["impl"].startswith("torch")), ar["checks"]

@@ -695,10 +695,10 @@ LR, WD, BETAS, EPS = 1e-3, 0.1, (0.9, 0.999), 1e-8
 
 def batch(step: int, rows: slice, global_batch: int, width: int, dev) -> tuple[torch.Tensor, torch.Tensor]:
     """Rows ``rows`` of step ``step``'s global batch (inputs, targets), the same on every rank."""
-    g = torch.Generator().manual_seed(1000 + step)
-    x = torch.randn(global_batch, width, generator=g)
-    y = torch.randn(global_batch, width, generator=g)
-    return x[rows].to(dev), y[rows].to(dev)
+    g = torch.Generator(device=dev).manual_seed(1000 + step)
+    x = torch.randn(global_batch, width, generator=g, device=dev)
+    y = torch.randn(global_batch, width, generator=g, device=dev)
+    return x[rows], y[rows]
 
 
 def flat_layout(model: torch.nn.Module, world: int, dev) -> tuple[torch.Tensor, torch.Tensor, list]:
