@@ -485,14 +485,15 @@ def signal_pad_bytes(grow: bool = False) -> int:
     from torch._C._distributed_c10d import _SymmetricMemory
 
     size = getattr(_SymmetricMemory, "signal_pad_size", None)
-    if size is None:
+    if not isinstance(size, int):  # absent, or only a property of each handle in this torch
         return 2048
     if grow and size < PAD_BYTES:
         try:
             _SymmetricMemory.signal_pad_size = PAD_BYTES
         except (AttributeError, TypeError, RuntimeError):
             pass
-    return int(_SymmetricMemory.signal_pad_size)
+    size = getattr(_SymmetricMemory, "signal_pad_size", size)
+    return size if isinstance(size, int) else 2048
 
 
 _SYMM_ALLOCATED = False
@@ -522,7 +523,8 @@ class SymmBuffer:
         self.pad_ptrs = pointer_table(self.hdl.signal_pad_ptrs, self.buf.device)
         self.group = group
         # the barrier uses 2 channels x blocks x world int32 flags of each signal pad
-        self.max_blocks = signal_pad_bytes() // (4 * 2 * self.world)
+        pad = getattr(self.hdl, "signal_pad_size", None)  # this buffer's own, where the handle says
+        self.max_blocks = (pad if isinstance(pad, int) else signal_pad_bytes()) // (4 * 2 * self.world)
 
 
 def symm_op(name: str):
