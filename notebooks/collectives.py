@@ -395,6 +395,7 @@ if GPU:
 # parameters, 1.1 GB of fp32 weights; on the CPU, 3 blocks of width 64), trained with AdamW,
 # the same global batch four ways:
 #
+# 0. **one GPU** on the whole batch: the reference every other way must reproduce;
 # 1. **all-reduce after backward**: the gradients live in one flat buffer (as llm.c keeps
 #    them); one all-reduce over it, then divide by $n$;
 # 2. **buckets overlapped with backward**: the flat gradient cut into 25 MB buckets, in the
@@ -408,7 +409,10 @@ if GPU:
 #    $1/n$ of the optimizer state.
 #
 # Each is checked first against one process training on the whole global batch: three steps
-# in fp32, then the largest parameter difference. The timed runs use bf16 autocast.
+# in fp32, then the largest parameter difference, and the first step's gradient norm (Adam's
+# step is blind to a gradient's scale: a sum where a mean is due would pass the parameters'
+# check). The timed runs use bf16 autocast; the one-GPU run for scaling efficiency trains on
+# one GPU's share of the rows, so two GPUs do twice its work per step.
 
 # %%
 display(python_source(cw.adamw_))
