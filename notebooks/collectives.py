@@ -1,0 +1,565 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+#   worklog_gen:
+#     gpus: 2
+# ---
+
+# %% [markdown]
+# # Collectives across GPUs
+#
+# Every topic so far ran on one GPU. Training a model on several means moving bytes between
+# them: summing gradients (all-reduce), handing each GPU its piece (scatter, reduce-scatter),
+# collecting the pieces (all-gather). These *collectives* are what NCCL implements and what
+# `torch.distributed` calls. This notebook measures them on two GPUs joined by NVLink, writes
+# an all-reduce by hand twice (a ring of sends and receives, then Triton kernels that load and
+# store the other GPU's memory directly), and uses them to train a model data-parallel the
+# four ways llm.c and ZeRO describe.
+#
+# You will learn:
+#
+# - the α–β model of a message, and what it predicts for a ring and a tree all-reduce;
+# - nccl-tests' algorithm and bus bandwidth, and how close NCCL comes to NVLink's 450 GB/s;
+# - how a ring all-reduce works, step by step, from `send` and `recv`;
+# - how a kernel reads and writes a peer GPU's memory through symmetric memory, and how
+#   two GPUs' blocks meet at a barrier made of flags;
+# - what overlapping the gradient all-reduce with backward buys, and what ZeRO-1 saves;
+# - what the fitted model predicts for 8, 64 and 1,024 GPUs, and what it leaves out.
+
+# %% [markdown]
+# **How it runs.** The code that runs on each GPU lives in `collectives_workers.py`, beside this
+# notebook. The notebook starts one process per GPU with torch's own launcher
+# (`torch.multiprocessing.spawn`); each joins a process group (NCCL on the GPUs, gloo on the
+# CPU), runs one task, and rank 0 hands back its results as JSON, which the cells below show.
+# NVLink multicast (NVLS, the NVSwitch's in-network reduction) stays off, in NCCL, in torch's
+# symmetric memory and in NVSHMEM: not every machine has it, and every number here should mean
+# the same thing on any two NVLink-connected GPUs. On the CPU (`TRITON_INTERPRET=1`) the same
+# code runs in two gloo processes at tiny sizes: the collectives, the ring and the four
+# data-parallel variants are checked; nothing is timed.
+
+# %% tags=["hide-input"] summary="Imports and settings"
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+from IPython.display import display
+
+from worklog_gen.kit.charts import benchmark_chart
+from worklog_gen.kit.cuda import NOTEBOOK_DIR_ENV
+from worklog_gen.kit.markdown import prose, python_source, table
+from worklog_gen.kit.notebook import headline, interpret_mode, save_data
+
+sys.path.insert(0, os.environ.get(NOTEBOOK_DIR_ENV, "notebooks"))
+import collectives_workers as cw  # noqa: E402
+
+for key, value in cw.NVLS_OFF.items():  # NVLink multicast off, before any process starts
+    os.environ.setdefault(key, value)
+
+TOPIC = "collectives"
+GPU = not interpret_mode()
+WORLD = torch.cuda.device_count() if GPU else 2
+if GPU and WORLD < 2:
+    raise RuntimeError(f"this notebook needs at least 2 GPUs, found {WORLD}")
+KiB, MiB, GiB = 2**10, 2**20, 2**30
+SIZES = [4**k for k in range(1, 16)]  # 4 B .. 1 GiB
+SMALL, LARGE = 256 * KiB, 128 * MiB  # the headline sizes of the hand-written all-reduce
+print(f"mode: {'GPU' if GPU else 'CPU (TRITON_INTERPRET=1, gloo)'}; {WORLD} ranks")
+if GPU:
+    print(", ".join(torch.cuda.get_device_name(i) for i in range(WORLD)), f"NCCL {torch.cuda.nccl.version()}")
+
+# %% [markdown]
+# ## 1. Napkin math, and the prediction
+#
+# **One message.** Sending $S$ bytes costs a fixed latency $\alpha$ (launching the kernel, the
+# first flag crossing the link, the handshake) plus the bytes over the link's bandwidth $\beta$:
+#
+# $$T(S) = \alpha + S / \beta.$$
+#
+# Below $S = \alpha\beta$ the latency is most of the time; above it the bandwidth is.
+#
+# **Ring all-reduce.** The $n$ ranks stand in a ring, each buffer in $n$ chunks. In $n-1$ steps
+# each rank sends one chunk to its right neighbour and adds the chunk arriving from its left
+# (a reduce-scatter: afterwards each rank holds one chunk fully summed), then in $n-1$ more
+# steps the finished chunks travel round (an all-gather). Each of the $2(n-1)$ steps moves
+# $S/n$ bytes over every link at once, so
+#
+# $$T_\text{ring} = 2(n-1)\,\alpha + \frac{2(n-1)}{n}\,\frac{S}{B},$$
+#
+# and no all-reduce can send less than $2(n-1)/n \cdot S$ per rank (Patarasuk and Yuan, 2009).
+# **A tree** (reduce up, broadcast down) pays $2\log_2 n$ latencies instead of $2(n-1)$, but
+# its links each carry about $2S$: it wins when $n$ is large and $S$ small, which is why NCCL
+# has both.
+#
+# **The link.** An H100 or H200 SXM has 18 NVLink 4 links of 25 GB/s each way: 450 GB/s each
+# way per GPU (the datasheet's "900 GB/s" counts both directions). With two GPUs, all 18 links
+# join them (`nvidia-smi topo -m` says NV18).
+#
+# **The units.** A collective's time $t$ becomes nccl-tests' *algorithm bandwidth*
+# $S/t$ and *bus bandwidth*, the algorithm bandwidth times the fraction of $S$ each rank's
+# busiest link must carry: $2(n-1)/n$ for all-reduce, $(n-1)/n$ for all-gather, reduce-scatter
+# and all-to-all, 1 for broadcast and send/recv ([nccl-tests,
+# PERFORMANCE.md](https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md)). Bus
+# bandwidth is comparable to the link's 450 GB/s whatever the collective and the number of GPUs.
+
+# %% tags=["hide-input"] summary="The prediction, in numbers"
+# Written before measuring. NCCL's all-reduce step on NVLink costs about ALPHA_GUESS (a kernel
+# launch, a flag across the link, the protocol's handshake), and its bus bandwidth reaches
+# about 80 % of the link (NVLink's packet headers and flow control take the rest).
+ALPHA_GUESS_S = 8e-6
+BUSBW_GUESS_GBPS = 0.8 * cw.NVLINK_GBPS
+# the two terms of the ring are equal where 2(n-1)·α = 2(n-1)/n · S/B, at S = n·α·B
+crossover = WORLD * ALPHA_GUESS_S * BUSBW_GUESS_GBPS * 1e9
+predicted = [{"bytes": s, "predicted_us": cw.ring_allreduce_s(s, WORLD, ALPHA_GUESS_S, BUSBW_GUESS_GBPS) * 1e6}
+             for s in (4 * KiB, SMALL, 4 * MiB, LARGE, GiB)]
+for row in predicted:
+    row["predicted_busbw"] = row["bytes"] / (row["predicted_us"] * 1e-6) / 1e9 * cw.bus_factor("all_reduce", WORLD)
+display(table(predicted, {"bytes": "bytes", "predicted_us": "µs", "predicted_busbw": "busbw GB/s"},
+              formats={"bytes": ",d", "predicted_us": ".1f", "predicted_busbw": ".0f"},
+              caption=f"Ring all-reduce on {WORLD} GPUs, α = {ALPHA_GUESS_S * 1e6:.0f} µs, B = {BUSBW_GUESS_GBPS:.0f} GB/s: "
+                      f"latency and bandwidth cost the same at {crossover / MiB:.1f} MiB"))
+
+# %% [markdown]
+# **Prediction, written before measuring.**
+#
+# - NCCL's all-reduce on two GPUs is latency-bound below about 5 MiB, where $n\alpha B$ puts the
+#   two terms level; up to about 64 KiB its time barely moves with size.
+# - Its bus bandwidth reaches 75–85 % of 450 GB/s at 1 GiB; the other collectives come close
+#   to the same bus bandwidth, which is the point of the definition.
+# - A CUDA graph removes the CPU's launch cost, a few µs per call: it matters only where the
+#   call takes tens of µs, below about 1 MiB.
+# - A hand-written one-shot all-reduce (every rank reads every peer's buffer and sums) at
+#   256 KiB is a barrier, 256 KiB read over NVLink (under 1 µs) and a barrier: a few µs
+#   against NCCL's 10–20, so at least twice as fast. At 128 MiB a two-shot kernel moves the
+#   ring's bytes in two steps and should match or beat NCCL's bus bandwidth.
+# - Data parallelism on two GPUs with the gradient all-reduce hidden under backward keeps
+#   more than 90 % of twice one GPU's throughput; ZeRO-1 halves the optimizer's state.
+
+# %% [markdown]
+# ## 2. NCCL through `torch.distributed`
+#
+# Six collectives, from 4 B to 1 GiB of bf16: `all_reduce`, `all_gather_into_tensor`,
+# `reduce_scatter_tensor`, `broadcast`, `all_to_all_single`, and `send`/`recv` (each rank
+# sends to the next and receives from the previous, as nccl-tests does). Each is timed with
+# CUDA events around back-to-back calls, after a barrier, the median of five rounds; *eager*
+# launches each call from Python, *graph* replays a CUDA graph that captured 20 calls. First,
+# each is checked against its definition, computed in float64 from every rank's random input.
+
+# %% tags=["hide-input"] summary="Run the workers: correctness of each collective (and, on GPUs, the sweep)"
+if GPU:
+    checks = cw.run("check", WORLD)
+    sweep = cw.run("sweep", WORLD, sizes=SIZES)
+    save_data("sweep.csv", sweep["rows"])
+    lesson = None
+else:
+    lesson = cw.run("lesson", WORLD)  # one launch on the CPU: the collectives, the ring, the DP variants
+    checks = lesson["collectives"]
+    sweep = None
+save_data("checks.json", checks)
+display(table(checks["rows"], {"op": "collective", "rel_err": "‖out − ref‖ / ‖ref‖"}, formats={"rel_err": ".1e"},
+              caption=f"{checks['backend']}, {checks['world']} ranks, float32 inputs, float64 reference"))
+assert all(r["rel_err"] < 1e-5 for r in checks["rows"]), checks["rows"]
+
+# %% tags=["hide-input"] summary="Bus bandwidth by size and collective"
+def by_size(rows, mode: str, value: str = "busbw"):
+    """One row per size, a column per collective (``value`` of ``mode`` rows)."""
+    out = {}
+    for r in rows:
+        if r["mode"] == mode and "error" not in r:
+            out.setdefault(r["bytes"], {"bytes": r["bytes"]})[r["op"]] = r[value]
+    return [out[k] for k in sorted(out)]
+
+
+if GPU:
+    errors = [r for r in sweep["rows"] if "error" in r]
+    display(table(by_size(sweep["rows"], "eager"), formats={op: ".1f" for op in cw.OPS} | {"bytes": ",d"},
+                  caption=f"Bus bandwidth, GB/s, eager, bf16, {WORLD} × {sweep['device']}, NCCL {sweep['nccl']}"))
+    display(table(by_size(sweep["rows"], "graph", "us"), formats={op: ".1f" for op in cw.OPS} | {"bytes": ",d"},
+                  caption="Time per call, µs, replayed from a CUDA graph of 20 calls"))
+    if errors:
+        display(table(errors, ["op", "mode", "bytes", "error"], caption="Parts that failed"))
+else:
+    print("CPU mode: nothing timed")
+
+# %% [markdown]
+# **Fitting α and β.** The all-reduce's eager times fit $t = a + b\,S$ by least squares, each
+# point weighted by $1/t$ (so the 4-byte points and the 1 GiB points count alike, as relative
+# errors). For a ring, $a = 2(n-1)\alpha$ and $b = 2(n-1)/(nB)$.
+
+# %% tags=["hide-input"] summary="Fit α and β on the all-reduce"
+def fit_alpha_beta(rows, world: int) -> tuple[float, float]:
+    """(α in s, B in GB/s) of the ring model fitted to all-reduce rows (bytes, ms), weights 1/t."""
+    s = np.array([r["bytes"] for r in rows], dtype=float)
+    t = np.array([r["ms"] * 1e-3 for r in rows])
+    a, b = np.linalg.lstsq(np.stack([1 / t, s / t], axis=1), np.ones_like(t), rcond=None)[0]
+    return a / (2 * (world - 1)), 2 * (world - 1) / (world * b) / 1e9
+
+
+if GPU:
+    ar_rows = [r for r in sweep["rows"] if r["op"] == "all_reduce" and r["mode"] == "eager" and "error" not in r]
+    ALPHA_S, BETA_GBPS = fit_alpha_beta(ar_rows, WORLD)
+    best = max(ar_rows, key=lambda r: r["busbw"])
+    worst_fit = max(abs(cw.ring_allreduce_s(r["bytes"], WORLD, ALPHA_S, BETA_GBPS) / (r["ms"] * 1e-3) - 1) for r in ar_rows)
+    save_data("fit.json", {"alpha_s": ALPHA_S, "beta_gbps": BETA_GBPS, "worst_relative_error": worst_fit})
+    display(prose(
+        f"Fitted: **α = {ALPHA_S * 1e6:.1f} µs** per step (predicted {ALPHA_GUESS_S * 1e6:.0f}), **B = {BETA_GBPS:.0f} GB/s** "
+        f"({BETA_GBPS / cw.NVLINK_GBPS:.0%} of NVLink's 450); the model is within {worst_fit:.0%} of every point. "
+        f"The best bus bandwidth, {best['busbw']:.0f} GB/s at {best['bytes'] / MiB:,.0f} MiB, is "
+        f"{best['busbw'] / cw.NVLINK_GBPS:.0%} of the link (predicted 75–85 %). Latency and bandwidth cost the "
+        f"same at {WORLD * ALPHA_S * BETA_GBPS * 1e9 / KiB:,.0f} KiB (predicted {crossover / KiB:,.0f})."))
+else:
+    ALPHA_S, BETA_GBPS = ALPHA_GUESS_S, BUSBW_GUESS_GBPS
+    print("CPU mode: no fit; the later sections use the prediction's α and B")
+
+# %% tags=["hide-input"] summary="Chart: bus bandwidth against size"
+if GPU:
+    chart_rows = [{"series": f"{r['op']} ({r['mode']})", "bytes": r["bytes"], "busbw": r["busbw"], "us": r["us"]}
+                  for r in sweep["rows"] if "error" not in r]
+    display(benchmark_chart(chart_rows, x="bytes", y="busbw", provider="series", xlabel="size S, bytes",
+                            ylabel="bus bandwidth, GB/s", logy=True,
+                            rules=[(cw.NVLINK_GBPS, "NVLink 4: 450 GB/s each way")],
+                            title=f"NCCL collectives, bf16, {WORLD} × {sweep['device']}"))
+
+# %% [markdown]
+# ## 3. An all-reduce by hand
+#
+# ### 3a. A ring of sends and receives
+#
+# The ring exactly as Section 1 describes it: the buffer in $n$ chunks, $n-1$ steps of "send
+# one chunk right, add the one from the left", then $n-1$ steps passing the finished chunks
+# on. The send and the receive of a step are posted together (`batch_isend_irecv`): posted one
+# after the other, every rank's send would wait for a receive its neighbour queued behind its
+# own send. It is the teaching version: each step is a separate NCCL call from Python, so it
+# pays Python's and NCCL's launch $2(n-1)$ times; its check is the "ring (send/recv)" row above.
+
+# %%
+display(python_source(cw.ring_all_reduce))
+
+# %% [markdown]
+# ### 3b. Triton kernels that load and store the peer's memory
+#
+# NVLink makes the other GPU's memory addressable: a load from a peer's address travels over
+# the link. torch's *symmetric memory* allocates a buffer of the same size on every rank and
+# maps every peer's buffer into each process (`symm_mem.empty`, then `symm_mem.rendezvous`, a
+# collective). The handle gives each rank's buffer address (`hdl.buffer_ptrs`) and a *signal
+# pad* per rank (`hdl.signal_pad_ptrs`), a small zeroed array of flags every rank can reach. The
+# kernels take these addresses as an int64 tensor and turn an element into a pointer with
+# `.to(tl.pointer_type(...))`.
+#
+# **The barrier.** Before a kernel reads a peer's buffer it must know the peer has written it;
+# before a rank overwrites its buffer it must know no peer is still reading it. Block `pid` of
+# each rank meets block `pid` of every peer: it sets its flag in the peer's pad with a *release*
+# atomic at *system* scope (everything it stored before is visible to whoever sees the flag),
+# then waits for each peer's flag in its own pad with an *acquire* compare-and-swap that also
+# resets it to 0. Setting waits for the slot to be 0 first, so a fast rank cannot set a flag
+# the slow one has not yet taken; every flag ends at 0, so the kernel runs again, or from a CUDA
+# graph, with no host-side cleanup. Two channels (slots) separate the barrier at the start from
+# the one at the end.
+
+# %%
+display(python_source(cw.block_barrier))
+
+# %% [markdown]
+# **One-shot**: every rank reads all $n$ buffers and sums them, in rank order, in fp32, so every
+# rank gets the same bits. Each rank pulls $(n-1)S$ bytes: more than a ring's $2(n-1)S/n$, but
+# in one step, so it is the small-message kernel.
+#
+# **Two-shot**: rank $r$ owns chunk $r$. It reads chunk $r$ of every peer and sums it (a
+# reduce-scatter), then stores the sum into chunk $r$ of every peer's buffer (an all-gather by
+# writes). Each rank moves the ring's $2(n-1)S/n$ bytes, in two steps instead of $2(n-1)$.
+
+# %%
+display(python_source(cw.one_shot_kernel))
+display(python_source(cw.two_shot_kernel))
+
+# %% [markdown]
+# On the CPU the kernels run in Triton's interpreter, with the "peers" simulated in one
+# process: each rank's buffer and signal pad are CPU tensors, the ranks launch in turn, and
+# before rank $r$'s launch the flags of the ranks that run after it are set by hand (a launch
+# cannot wait for a rank that has not run). `tests/test_collectives.py` checks the same at
+# more sizes and three ranks, and that each launch leaves its own flags reset. On the GPUs, the
+# kernels run on symmetric memory beside NCCL (eager and in a CUDA graph) and torch's own
+# `torch.ops.symm_mem.one_shot_all_reduce` and `two_shot_all_reduce_`, each checked against a
+# float64 sum first, at 1,000,002 elements (each rank's half, 500,001, a multiple of no block),
+# inputs random, outputs poisoned with NaN.
+
+# %% tags=["hide-input"] summary="CPU: the kernels with simulated peers. GPU: the six all-reduces, checked and timed"
+def simulated(kind: str, world: int = WORLD, n: int = 1001, dtype=torch.float32) -> float:
+    """Rel. error of the ``kind`` kernel ("one" or "two") run rank after rank in this process."""
+    n = n // world * world
+    gen = torch.Generator().manual_seed(7)
+    inputs = [torch.randn(n, generator=gen, dtype=dtype) + 0.5 for _ in range(world)]
+    ref = torch.stack(inputs).double().sum(0)
+    bufs = [x.clone() for x in inputs]
+    pads = [torch.zeros(2, 4, world, dtype=torch.int32) for _ in range(world)]  # [channel, block, sender]
+    buf_ptrs, pad_ptrs = cw.pointer_table(bufs, "cpu"), cw.pointer_table(pads, "cpu")
+    outs = []
+    for rank in range(world):
+        pads[rank][:, :, rank + 1:] = 1  # the flags the later ranks would have sent
+        if kind == "one":
+            outs.append(cw.one_shot(buf_ptrs, pad_ptrs, torch.full((n,), float("nan"), dtype=dtype), rank,
+                                    blocks=4, block=128, num_warps=1))
+        else:
+            cw.two_shot(buf_ptrs, pad_ptrs, n, dtype, rank, blocks=4, block=128, num_warps=1)
+        assert (pads[rank] == 0).all(), "a launch must reset its own flags"
+    return max(cw.relative_error(o, ref) for o in (outs if kind == "one" else bufs))
+
+
+if GPU:
+    ar = cw.run("allreduce", WORLD, sizes=(SMALL, LARGE))
+    save_data("allreduce.json", ar)
+    display(table(ar["checks"], {"impl": "all-reduce", "rel_err": "‖out − ref‖ / ‖ref‖", "error": "error"},
+                  formats={"rel_err": ".1e"}, caption="bf16 inputs, float64 reference, 1,000,002 elements"))
+    for note in ar["notes"]:
+        print("note:", note)
+    assert all(r.get("rel_err", 1) < 1e-2 for r in ar["checks"] if not r["impl"].startswith("torch")), ar["checks"]
+    display(table(ar["times"], {"impl": "all-reduce", "bytes": "bytes", "us": "µs", "busbw": "busbw GB/s"},
+                  formats={"bytes": ",d", "us": ".1f", "busbw": ".0f"}, caption=f"{WORLD} × {ar['device']}, bf16"))
+    display(table([{"pair": k} | v for k, v in ar["pairs"].items()],
+                  {"pair": "candidate vs baseline @ bytes", "ratio": "ratio", "lo": "lo", "hi": "hi",
+                   "baseline_us": "baseline µs", "candidate_us": "candidate µs"},
+                  formats={"ratio": ".2f", "lo": ".2f", "hi": ".2f", "baseline_us": ".1f", "candidate_us": ".1f"},
+                  caption="Paired: baseline and candidate in turn, alternating which goes first; ratio > 1: the candidate is faster"))
+else:
+    sim = [{"kernel": f"{k}-shot, {WORLD} simulated ranks", "rel_err": simulated(k)} for k in ("one", "two")]
+    display(table(sim, formats={"rel_err": ".1e"}, caption="Triton interpreter, float32, 1,000 elements"))
+    assert all(r["rel_err"] < 1e-6 for r in sim), sim
+    print("CPU mode: symmetric memory, CUDA graphs and timings need the GPUs")
+
+# %% tags=["hide-input"] summary="Headlines: the hand-written all-reduce"
+def pair(name: str, base: str, size: int):
+    """The paired ratio ``name`` vs ``base`` at ``size``; the eager kernel's if its graph failed to capture."""
+    found = ar["pairs"].get(f"{name} vs {base} @ {size}")
+    if found is None and name.endswith(" graph") and base == "NCCL eager":
+        found = ar["pairs"].get(f"{name[:-6]} vs {base} @ {size}")
+        if found is not None:
+            print(f"note: {name} missing at {size} B, the eager kernel stands in")
+    return found
+
+
+if GPU:
+    small_vs_eager = pair("Triton one-shot graph", "NCCL eager", SMALL)
+    headline("allreduce_256k_vs_nccl", small_vs_eager["ratio"], "x",
+             "NCCL all_reduce eager time / Triton one-shot time (its calls replayed from a CUDA graph of 20), "
+             f"256 KiB bf16, {WORLD} GPUs, paired over {small_vs_eager['rounds']} rounds",
+             label="Triton one-shot all-reduce, 256 KiB", goal=2.0, baseline="NCCL all_reduce, eager, paired")
+    small_vs_graph = pair("Triton one-shot graph", "NCCL graph", SMALL)
+    headline("allreduce_256k_vs_nccl_graph", small_vs_graph["ratio"], "x",
+             "NCCL all_reduce / Triton one-shot, both replayed from CUDA graphs of 20 calls, 256 KiB bf16, paired",
+             label="Triton one-shot vs NCCL, both in CUDA graphs, 256 KiB", goal=1.0,
+             baseline="NCCL all_reduce in a CUDA graph, paired")
+    large = pair("Triton two-shot", "NCCL eager", LARGE)
+    headline("allreduce_128m_vs_nccl", large["ratio"], "x",
+             f"NCCL all_reduce time / Triton two-shot time, both eager, 128 MiB bf16, {WORLD} GPUs, paired",
+             label="Triton two-shot all-reduce, 128 MiB", goal=1.05, baseline="NCCL all_reduce, eager, paired")
+    large_busbw = LARGE / (large["candidate_us"] * 1e-6) / 1e9 * cw.bus_factor("all_reduce", WORLD)
+    headline("allreduce_128m_frac_nvlink", large_busbw / cw.NVLINK_GBPS, "fraction",
+             f"Triton two-shot bus bandwidth ({large_busbw:.0f} GB/s, nccl-tests' definition) / 450 GB/s, 128 MiB bf16",
+             label="Triton two-shot, fraction of NVLink", goal=0.75, baseline="NVLink 4, 450 GB/s each way (datasheet)")
+    vs_symm = [p for p in (pair("Triton one-shot graph", "symm_mem one-shot graph", SMALL),
+                           pair("Triton two-shot graph", "symm_mem two-shot graph", LARGE)) if p]
+    if len(vs_symm) == 2:
+        headline("allreduce_vs_symm_mem", min(p["ratio"] for p in vs_symm), "x",
+                 "the smaller of: torch symm_mem one_shot_all_reduce / Triton one-shot at 256 KiB, and "
+                 "symm_mem two_shot_all_reduce_ / Triton two-shot at 128 MiB (CUDA graphs of 20 calls, paired)",
+                 label="Triton all-reduce vs torch's symmetric-memory kernels", goal=1.0,
+                 baseline="torch.ops.symm_mem one-shot and two-shot, paired")
+        symm_text = (f"Against torch's own symmetric-memory kernels, the same algorithms in CUDA: "
+                     f"{vs_symm[0]['ratio']:.2f}× at 256 KiB and {vs_symm[1]['ratio']:.2f}× at 128 MiB.")
+    else:
+        symm_text = "This torch lacks one of torch.ops.symm_mem's all-reduces (or its graph capture failed); see the notes above."
+    display(prose(
+        f"At 256 KiB the one-shot kernel takes {small_vs_eager['candidate_us']:.1f} µs against NCCL's "
+        f"{small_vs_eager['baseline_us']:.1f} µs eager ({small_vs_eager['ratio']:.2f}×, predicted ≥ 2) and "
+        f"{small_vs_graph['baseline_us']:.1f} µs in a graph ({small_vs_graph['ratio']:.2f}×). At 128 MiB the two-shot "
+        f"kernel reaches {large_busbw:.0f} GB/s of bus bandwidth, {large_busbw / cw.NVLINK_GBPS:.0%} of NVLink, "
+        f"{large['ratio']:.2f}× NCCL's time. {symm_text}"))
+
+# %% [markdown]
+# ## 4. Data parallelism, four ways
+#
+# llm.c trains GPT-2 data-parallel: every GPU holds the whole model, runs forward and
+# backward on its share of the batch, and the gradients are averaged across GPUs before the
+# optimizer steps, so every GPU takes the same step one GPU would take on the whole batch. The
+# model here is a stack of residual MLP blocks (on the GPUs, 8 blocks of width 4,096: 285 M
+# parameters, 1.1 GB of fp32 weights; on the CPU, 3 blocks of width 64), trained with AdamW,
+# the same global batch four ways:
+#
+# 0. **one GPU** on the whole batch: the reference every other way must reproduce;
+# 1. **all-reduce after backward**: the gradients live in one flat buffer (as llm.c keeps
+#    them); one all-reduce over it, then divide by $n$;
+# 2. **buckets overlapped with backward**: the flat gradient cut into 25 MB buckets, in the
+#    order backward finishes them; a `register_post_accumulate_grad_hook` on each parameter
+#    starts its bucket's all-reduce (asynchronously) as soon as the bucket's last gradient is in,
+#    while backward computes the earlier layers; torch's `DistributedDataParallel` does the same
+#    in C++ and is the reference;
+# 3. **ZeRO-1** (Rajbhandari et al., 2020): the gradients are reduce-scattered, each rank
+#    keeps AdamW's two moments for its $1/n$ shard only and updates that shard (the update
+#    below, by hand), then the parameters are all-gathered: the same bytes as one all-reduce,
+#    $1/n$ of the optimizer state.
+#
+# Each is checked first against one process training on the whole global batch: three steps
+# in fp32, then the largest parameter difference, and the first step's gradient norm (Adam's
+# step is blind to a gradient's scale: a sum where a mean is due would pass the parameters'
+# check). The timed runs use bf16 autocast; the one-GPU run for scaling efficiency trains on
+# one GPU's share of the rows, so two GPUs do twice its work per step.
+
+# %%
+display(python_source(cw.adamw_))
+
+# %% tags=["hide-input"] summary="Run the workers: the check, and on the GPUs the step times"
+if GPU:
+    dp = cw.run("dp", WORLD)
+    save_data("dp.json", dp)
+else:
+    dp = lesson["dp"]
+display(table(dp["check"], {"variant": "variant", "max_abs_diff": "largest parameter difference vs one process",
+                            "grad_norm_rel_err": "gradient norm, relative difference",
+                            "rank_spread": "largest difference between ranks"},
+              formats={"max_abs_diff": ".1e", "grad_norm_rel_err": ".1e", "rank_spread": ".1e"},
+              caption=f"3 AdamW steps, lr {dp['lr']:g}, fp32: a step moves a parameter by about lr. Adam's step "
+                      f"does not see a gradient's scale, so the first step's gradient norm is compared too"))
+assert all(r["max_abs_diff"] < 0.1 * dp["lr"] and r["rank_spread"] < 0.1 * dp["lr"] and r["grad_norm_rel_err"] < 1e-4
+           for r in dp["check"]), dp["check"]
+
+# %% tags=["hide-input"] summary="Step time, memory and scaling"
+if GPU:
+    rows = {r["variant"]: r for r in dp["rows"]}
+    single = rows["single"]
+    table_rows = []
+    for name, r in rows.items():
+        per_gpu = dp["local_batch"]
+        table_rows.append({"variant": name, "gpus": 1 if name == "single" else WORLD, "ms": r["ms"],
+                           "rows_per_s": per_gpu * (1 if name == "single" else WORLD) / (r["ms"] * 1e-3),
+                           "efficiency": single["ms"] / r["ms"] if name != "single" else 1.0,
+                           "peak_gb": r["peak_bytes"] / 1e9, "optimizer_gb": r["optimizer_state_bytes"] / 1e9})
+    save_data("dp_steps.csv", table_rows)
+    display(table(table_rows, formats={"ms": ".2f", "rows_per_s": ",.0f", "efficiency": ".2f", "peak_gb": ".2f",
+                                       "optimizer_gb": ".2f"},
+                  caption=f"{dp['params'] / 1e6:.0f} M parameters, {dp['local_batch']} rows of width {dp['width']} per GPU, "
+                          f"bf16 autocast; efficiency = one GPU's step time / this step time (weak scaling)"))
+    overlapped = min(("buckets", "ddp"), key=lambda v: rows[v]["ms"])
+    headline("dp_overlap_speedup", rows["allreduce"]["ms"] / rows[overlapped]["ms"], "x",
+             f"step time with one all-reduce after backward / with the all-reduce in buckets overlapped with backward "
+             f"(the faster of our hooks and DDP: {overlapped}), {WORLD} GPUs",
+             label="Overlapping the gradient all-reduce with backward", goal=1.15,
+             baseline="one all-reduce after backward")
+    headline("dp_scaling_efficiency", single["ms"] / rows[overlapped]["ms"], "fraction",
+             f"one GPU's step time / {WORLD} GPUs' step time ({overlapped}), the same rows per GPU (so {WORLD}× the batch)",
+             label=f"Scaling efficiency, 1 → {WORLD} GPUs", goal=0.9, baseline="one GPU, same rows per GPU")
+    headline("zero1_optimizer_memory_ratio", rows["zero1"]["optimizer_state_bytes"] / rows["allreduce"]["optimizer_state_bytes"],
+             "x", "AdamW state bytes per GPU, ZeRO-1 / plain data parallelism",
+             label="ZeRO-1 optimizer state per GPU", goal=0.6, goal_op="<=", baseline="plain data parallelism")
+    comm_s = cw.ring_allreduce_s(dp["params"] * 4, WORLD, ALPHA_S, BETA_GBPS)
+    display(prose(
+        f"One GPU takes {single['ms']:.1f} ms a step. Adding the all-reduce of {dp['params'] * 4 / 1e9:.2f} GB of fp32 "
+        f"gradients after backward gives {rows['allreduce']['ms']:.1f} ms; the fitted model says that all-reduce costs "
+        f"{comm_s * 1e3:.1f} ms. Overlapped in buckets ({overlapped}) the step takes {rows[overlapped]['ms']:.1f} ms: "
+        f"{rows['allreduce']['ms'] / rows[overlapped]['ms']:.2f}× faster, {single['ms'] / rows[overlapped]['ms']:.0%} "
+        f"scaling efficiency. ZeRO-1 keeps {rows['zero1']['optimizer_state_bytes'] / 1e9:.2f} GB of optimizer state per "
+        f"GPU instead of {rows['allreduce']['optimizer_state_bytes'] / 1e9:.2f}, and peaks at "
+        f"{rows['zero1']['peak_bytes'] / 1e9:.1f} GB against {rows['allreduce']['peak_bytes'] / 1e9:.1f}."))
+else:
+    print("CPU mode: step times not measured")
+
+# %% [markdown]
+# ## 5. Beyond this machine
+#
+# The fitted α and B describe NVLink inside one node. Larger jobs put 8 GPUs in a node on
+# NVLink and join nodes with one 400 Gb/s InfiniBand port per GPU (50 GB/s each way); the
+# latency between nodes is taken as 5 µs a step (a NIC, a switch, a NIC: an assumption, not a
+# measurement). Three all-reduces:
+#
+# - a **flat ring** through all $N$ GPUs with every hop as slow as InfiniBand: the pessimist's
+#   bound, as if each GPU were its own node;
+# - a **hierarchical ring**: reduce-scatter inside each node on NVLink, then each GPU all-reduces
+#   its $1/8$ with the same GPU of every other node, in a ring over its own port (eight rings at
+#   once, one per port: NCCL's rail-aligned rings), then all-gather inside the node;
+# - a **hierarchical tree**: the same, with a tree across nodes instead of the ring: $2\log_2$
+#   (nodes) latencies instead of $2\,(\text{nodes} - 1)$.
+#
+# For the data-parallel step, the model adds to one GPU's measured step the all-reduce of the
+# fp32 gradients, either all exposed or hidden under backward (then only what exceeds backward
+# shows; backward is taken as 2/3 of the step).
+
+# %% tags=["hide-input"] summary="The model at 8, 64 and 1,024 GPUs"
+IB_ALPHA_S = 5e-6  # assumed, per step between nodes
+PER_NODE = 8
+
+
+def allreduce_s(nbytes: float, gpus: int, algo: str) -> float:
+    """Predicted all-reduce seconds on ``gpus`` GPUs, 8 per node, by ``algo`` ("ring",
+    "hierarchical ring", "hierarchical tree"); inside one node, the fitted NVLink ring."""
+    nodes, inside = max(1, gpus // PER_NODE), min(gpus, PER_NODE)
+    if nodes == 1:
+        return cw.ring_allreduce_s(nbytes, gpus, ALPHA_S, BETA_GBPS)
+    if algo == "ring":
+        return cw.ring_allreduce_s(nbytes, gpus, IB_ALPHA_S, cw.IB_GBPS)
+    across = cw.ring_allreduce_s if algo == "hierarchical ring" else cw.tree_allreduce_s
+    # reduce-scatter + all-gather inside the node cost one intra-node ring all-reduce
+    return cw.ring_allreduce_s(nbytes, inside, ALPHA_S, BETA_GBPS) + across(nbytes / inside, nodes, IB_ALPHA_S, cw.IB_GBPS)
+
+
+GPU_COUNTS = (WORLD, 8, 64, 1024)
+ALGOS = ("ring", "hierarchical ring", "hierarchical tree")
+model_rows = []
+for n in GPU_COUNTS:
+    for algo in ALGOS if n > PER_NODE else ("ring",):
+        for s in SIZES[4:]:
+            model_rows.append({"series": f"{n} GPUs, {algo}" + (" (NVLink)" if n <= PER_NODE else ""), "bytes": s,
+                               "us": allreduce_s(s, n, algo) * 1e6})
+if GPU:
+    model_rows += [{"series": f"measured, {WORLD} GPUs (NCCL eager)", "bytes": r["bytes"], "us": r["us"]}
+                   for r in ar_rows if r["bytes"] >= SIZES[4]]
+save_data("model.csv", model_rows)
+display(benchmark_chart(model_rows, x="bytes", y="us", provider="series", xlabel="size S, bytes", ylabel="all-reduce, µs",
+                        logy=True, title=f"α–β model (α = {ALPHA_S * 1e6:.1f} µs, B = {BETA_GBPS:.0f} GB/s inside a node; "
+                                         f"IB {cw.IB_GBPS:.0f} GB/s, α {IB_ALPHA_S * 1e6:.0f} µs between nodes)"))
+
+# %% tags=["hide-input"] summary="The data-parallel step, predicted"
+if GPU:
+    step_s, grad_bytes = single["ms"] * 1e-3, dp["params"] * 4
+else:  # the shape of the answer only: the GPU run's model size, a guessed step
+    step_s, grad_bytes = 10e-3, 285e6 * 4
+backward_s = 2 / 3 * step_s
+dp_rows = []
+for n in GPU_COUNTS:
+    algo = "ring" if n <= PER_NODE else min(ALGOS, key=lambda a: allreduce_s(grad_bytes, n, a))
+    comm = allreduce_s(grad_bytes, n, algo)
+    exposed, hidden = step_s + comm, step_s + max(0.0, comm - backward_s)
+    dp_rows.append({"gpus": n, "algorithm": algo, "allreduce_ms": comm * 1e3, "step_ms_exposed": exposed * 1e3,
+                    "step_ms_overlapped": hidden * 1e3, "efficiency_overlapped": step_s / hidden})
+save_data("dp_model.csv", dp_rows)
+display(table(dp_rows, formats={"allreduce_ms": ".2f", "step_ms_exposed": ".1f", "step_ms_overlapped": ".1f",
+                                "efficiency_overlapped": ".2f"},
+              caption=f"{grad_bytes / 1e9:.2f} GB of fp32 gradients, one GPU's step {step_s * 1e3:.1f} ms"
+                      + ("" if GPU else " (CPU mode: guessed)")))
+if GPU:
+    measured_eff = single["ms"] / rows[overlapped]["ms"]
+    display(prose(
+        f"On {WORLD} GPUs the model predicts {dp_rows[0]['efficiency_overlapped']:.0%} scaling efficiency with overlap, "
+        f"and {measured_eff:.0%} was measured. At 1,024 GPUs the best all-reduce ({dp_rows[-1]['algorithm']}) takes "
+        f"{dp_rows[-1]['allreduce_ms']:.1f} ms against {backward_s * 1e3:.1f} ms of backward: "
+        f"{dp_rows[-1]['efficiency_overlapped']:.0%} efficiency if it overlaps fully."))
+
+# %% [markdown]
+# **What the model leaves out.** Congestion: a ring across nodes assumes every port runs at
+# full rate at once, which a fat-tree with oversubscribed spine links, or a job that shares
+# the fabric, does not give. NCCL's protocols (LL, LL128, Simple) and its choice of ring or
+# tree change α and B with the size, so one straight line per link is a fit, not a law. Overlap
+# is not free: the all-reduce's kernels take SMs and memory bandwidth from backward, and the
+# first bucket cannot start until the last layer's gradients exist. It ignores stragglers (a
+# step waits for the slowest GPU), in-network reduction (NVLS inside a node, SHARP on
+# InfiniBand, both off or absent here), and that at 1,024 GPUs the global batch is 512 times
+# larger, which changes the optimization, not only the speed: data parallelism alone stops
+# being the answer long before, which is why tensor, pipeline and sequence parallelism exist.

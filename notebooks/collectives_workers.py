@@ -1,0 +1,989 @@
+"""The workers of the collectives notebook: what runs inside each of the processes, one per GPU.
+
+The notebook starts them with torch's own launcher, :func:`run` (``torch.multiprocessing.spawn``);
+each process joins one process group (NCCL on GPUs, gloo on the CPU) over TCP on 127.0.0.1, runs
+one task of :data:`TASKS`, and rank 0 writes the task's result as JSON to a file the notebook reads.
+
+The pieces:
+
+* the units: nccl-tests' algorithm and bus bandwidth (:func:`bus_factor`), and the
+  α–β cost of a ring and a tree (:func:`ring_allreduce_s`, :func:`tree_allreduce_s`);
+* the NCCL collectives through ``torch.distributed``, eager and replayed from a CUDA graph
+  (:func:`task_sweep`);
+* an all-reduce by hand: a ring of ``send``/``recv`` (:func:`ring_all_reduce`), and Triton kernels
+  that load and store the peers' memory over NVLink through torch's symmetric memory
+  (:func:`one_shot_kernel`, :func:`two_shot_kernel`, with the cross-GPU barrier :func:`block_barrier`);
+* data-parallel training four ways, after llm.c (:func:`task_dp`).
+
+Run ``python notebooks/collectives_workers.py --smoke`` on a machine with several GPUs: each GPU
+piece runs briefly in its own launch (with a timeout, so a hang stops only that part), and each
+part's status, time and result or exception is printed.
+
+Sources: nccl-tests, doc/PERFORMANCE.md
+(https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md) for algbw and busbw;
+NVIDIA's H100 datasheet (https://www.nvidia.com/en-us/data-center/h100/) and H200 datasheet
+(https://www.nvidia.com/en-us/data-center/h200/) for NVLink 4 at 900 GB/s per GPU, both directions.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import socket
+import statistics
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import triton
+import triton.language as tl
+
+# --- units and the α–β model ---------------------------------------------------------------------
+
+NVLINK_GBPS = 450.0
+"""NVLink 4 on H100 and H200 SXM: 18 links of 25 GB/s each way = 450 GB/s each way per GPU
+(the datasheets' "900 GB/s" counts both directions). GB = 1e9 bytes."""
+IB_GBPS = 50.0
+"""One 400 Gb/s InfiniBand NDR port per GPU (ConnectX-7): 50 GB/s each way."""
+
+NVLS_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+"""Environment that keeps NVLink multicast (NVLS, NVSwitch SHARP) off in NCCL, torch's symmetric
+memory and NVSHMEM: not every machine has it, and this notebook uses none of it."""
+
+# torch 2.13 renames all_gather_into_tensor (all_gather_single); torch 2.11, the GPU machine's, has only the old name
+warnings.filterwarnings("ignore", message=r".*all_gather_into_tensor. is deprecated")
+
+OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "send_recv")
+
+
+def bus_factor(op: str, world: int) -> float:
+    """busbw / algbw for collective ``op`` on ``world`` ranks, as nccl-tests defines it
+    (doc/PERFORMANCE.md): 2(n-1)/n for all-reduce, (n-1)/n for all-gather, reduce-scatter and
+    all-to-all, 1 for broadcast and send/recv. busbw is what each rank's busiest link carries, so
+    it is comparable to the link's bandwidth whatever ``world`` is."""
+    n = world
+    return {"all_reduce": 2 * (n - 1) / n, "all_gather": (n - 1) / n, "reduce_scatter": (n - 1) / n,
+            "all_to_all": (n - 1) / n, "broadcast": 1.0, "send_recv": 1.0}[op]
+
+
+def ring_allreduce_s(nbytes: float, world: int, alpha_s: float, gbps: float) -> float:
+    """Seconds for a ring all-reduce of ``nbytes`` over ``world`` ranks: 2(n-1) steps, each one
+    latency ``alpha_s`` plus nbytes/n over the slowest link of ``gbps`` GB/s
+    (= 2(n-1)·α + 2(n-1)/n · S/B)."""
+    n = world
+    return 0.0 if n == 1 else 2 * (n - 1) * alpha_s + 2 * (n - 1) / n * nbytes / (gbps * 1e9)
+
+
+def tree_allreduce_s(nbytes: float, world: int, alpha_s: float, gbps: float) -> float:
+    """Seconds for a pipelined tree all-reduce (reduce up, broadcast down, as NCCL's double
+    binary tree): 2·log2(n) latencies, and each byte crosses each rank's link about twice
+    (= 2·log2(n)·α + 2·S/B)."""
+    n = world
+    return 0.0 if n == 1 else 2 * math.ceil(math.log2(n)) * alpha_s + 2 * nbytes / (gbps * 1e9)
+
+
+# --- launching ---------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def world_size() -> int:
+    """The GPUs of this machine, or 2 CPU processes without CUDA."""
+    return torch.cuda.device_count() if torch.cuda.is_available() else 2
+
+
+def run(task: str, world: int | None = None, timeout_s: float = 1800, **kwargs) -> dict:
+    """Run ``TASKS[task](rank, world, **kwargs)`` in ``world`` processes started by
+    ``torch.multiprocessing.spawn``, and return what rank 0 returned (a JSON-able dict).
+
+    NVLink multicast is turned off (:data:`NVLS_OFF`, unless already set) before spawning.
+
+    Raises:
+        torch.multiprocessing.ProcessRaisedException: a worker failed (its traceback included).
+        TimeoutError: the workers ran past ``timeout_s`` seconds (a hang: they are killed).
+    """
+    for key, value in NVLS_OFF.items():
+        os.environ.setdefault(key, value)
+    world = world or world_size()
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "result.json"
+        ctx = torch.multiprocessing.spawn(_entry, args=(world, free_port(), task, kwargs, str(out)), nprocs=world,
+                                          join=False)
+        deadline = time.monotonic() + timeout_s
+        while not ctx.join(timeout=1):
+            if time.monotonic() > deadline:
+                for proc in ctx.processes:
+                    if proc.is_alive():
+                        proc.kill()
+                raise TimeoutError(f"task {task!r} on {world} ranks ran past {timeout_s:.0f} s; its workers were killed")
+        return json.loads(out.read_text())
+
+
+def _entry(rank: int, world: int, port: int, task: str, kwargs: dict, out: str) -> None:
+    """One worker: join the group, run the task, rank 0 writes its result to ``out``."""
+    cuda = torch.cuda.is_available()
+    if cuda:
+        torch.cuda.set_device(rank)
+    else:
+        torch.set_num_threads(1)  # a process per core: spinning OpenMP threads would starve gloo's
+    init = dict(backend="nccl" if cuda else "gloo", rank=rank, world_size=world,
+                init_method=f"tcp://127.0.0.1:{port}")
+    if cuda:
+        init["device_id"] = torch.device("cuda", rank)
+    dist.init_process_group(**init)
+    try:
+        result = TASKS[task](rank, world, **kwargs)
+        if rank == 0:
+            Path(out).write_text(json.dumps(result))
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()
+
+
+def device() -> torch.device:
+    return torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
+
+
+# --- timing: the same calls on every rank, so no rank waits for a collective the others skip -------
+
+
+def time_ms(fn, reps: int = 20, rounds: int = 5, calls: int = 1) -> float:
+    """Median over ``rounds`` of the time of ``reps`` back-to-back ``fn()`` calls, per call, ms
+    (each ``fn()`` doing ``calls`` operations: a CUDA graph replay of 20 calls has ``calls=20``).
+    CUDA events on this rank's stream; a barrier first, so every rank starts together.
+    Every rank must make the same calls (unlike ``do_bench``, the repetitions are fixed)."""
+    fn()  # warm up: NCCL connections, Triton compilation
+    times = []
+    for _ in range(rounds):
+        dist.barrier()
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(reps):
+            fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / (reps * calls))
+    return statistics.median(times)
+
+
+def graphed(fn, calls: int = 20):
+    """``fn`` called ``calls`` times, captured once in a CUDA graph; returns the graph's replay.
+    Warmed up on a side stream first, as torch's CUDA graph notes ask."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            fn()
+    torch.cuda.synchronize()
+    return graph.replay
+
+
+def relative_error(out: torch.Tensor, ref: torch.Tensor) -> float:
+    """‖out − ref‖ / ‖ref‖ in float64."""
+    out, ref = out.double().cpu(), ref.double().cpu()
+    return float((out - ref).norm() / ref.norm())
+
+
+# --- the NCCL collectives through torch.distributed ----------------------------------------------
+
+
+def collective(op: str, nbytes: int, dtype: torch.dtype, rank: int, world: int):
+    """A function of no arguments running ``op`` on buffers allocated here, and the size S
+    nccl-tests divides by (bytes): the whole buffer for all-reduce and broadcast, the gathered
+    output for all-gather, the input for reduce-scatter, each rank's buffer for all-to-all,
+    the message for send/recv. Elements are rounded up to a multiple of ``world``."""
+    numel = max(world, -(-nbytes // dtype.itemsize // world) * world)
+    dev = device()
+    x = torch.randn(numel, device=dev).to(dtype)
+    size = numel * dtype.itemsize
+    if op == "all_reduce":
+        return (lambda: dist.all_reduce(x)), size
+    if op == "broadcast":
+        return (lambda: dist.broadcast(x, src=0)), size
+    if op == "all_gather":
+        shard = x[: numel // world].clone()
+        return (lambda: dist.all_gather_into_tensor(x, shard)), size
+    if op == "reduce_scatter":
+        shard = x[: numel // world].clone()
+        return (lambda: dist.reduce_scatter_tensor(shard, x)), size
+    if op == "all_to_all":
+        y = torch.empty_like(x)
+        return (lambda: dist.all_to_all_single(y, x)), size
+    if op == "send_recv":  # each rank sends to the next and receives from the previous, as nccl-tests
+        y = torch.empty_like(x)
+
+        def send_recv():
+            ops = [dist.P2POp(dist.isend, x, (rank + 1) % world), dist.P2POp(dist.irecv, y, (rank - 1) % world)]
+            for req in dist.batch_isend_irecv(ops):
+                req.wait()
+        return send_recv, size
+    raise ValueError(f"unknown collective {op!r}")
+
+
+def check_collectives(rank: int, world: int, numel: int = 1000) -> list[dict]:
+    """Each collective on random float32 data against its definition computed in float64 from
+    every rank's input (all ranks draw every rank's input from one seed). Returns rows of
+    (op, relative error) on rank 0. gloo has no ``reduce_scatter_tensor``: on the CPU it is
+    checked through ``all_reduce`` and a slice, as :func:`reduce_scatter` does."""
+    dev = device()
+    numel = numel // world * world
+    g = torch.Generator().manual_seed(1)
+    inputs = [torch.randn(numel, generator=g) + 2.0 for _ in range(world)]  # never zeros
+    total = torch.stack(inputs).double().sum(0)
+    mine = inputs[rank].to(dev)
+    chunk = numel // world
+    rows = []
+
+    def record(op, out, ref):
+        rows.append({"op": op, "rel_err": relative_error(out, ref)})
+
+    x = mine.clone(); dist.all_reduce(x); record("all_reduce", x, total)
+    x = mine.clone(); dist.broadcast(x, src=0); record("broadcast", x, inputs[0])
+    out = torch.full((numel * world,), float("nan"), device=dev)
+    dist.all_gather_into_tensor(out, mine); record("all_gather", out, torch.cat(inputs))
+    shard = reduce_scatter(mine.clone()); record("reduce_scatter", shard, total[rank * chunk:(rank + 1) * chunk])
+    out = torch.full_like(mine, float("nan"))
+    dist.all_to_all_single(out, mine)
+    record("all_to_all", out, torch.cat([inputs[q][rank * chunk:(rank + 1) * chunk] for q in range(world)]))
+    y = torch.full_like(mine, float("nan"))
+    ops = [dist.P2POp(dist.isend, mine, (rank + 1) % world), dist.P2POp(dist.irecv, y, (rank - 1) % world)]
+    for req in dist.batch_isend_irecv(ops):
+        req.wait()
+    record("send_recv", y, inputs[(rank - 1) % world])
+    x = mine.clone(); ring_all_reduce(x); record("ring (send/recv)", x, total)
+    return rows
+
+
+def reduce_scatter(x: torch.Tensor) -> torch.Tensor:
+    """This rank's 1/world chunk of the sum over ranks of ``x`` (1-D, length divisible by the
+    world size). ``reduce_scatter_tensor`` on NCCL; gloo lacks it, so there an all-reduce and a
+    slice (same result, world times the traffic)."""
+    world, rank = dist.get_world_size(), dist.get_rank()
+    chunk = x.numel() // world
+    if dist.get_backend() == "nccl":
+        out = torch.empty(chunk, dtype=x.dtype, device=x.device)
+        dist.reduce_scatter_tensor(out, x)
+        return out
+    dist.all_reduce(x)
+    return x[rank * chunk:(rank + 1) * chunk].clone()
+
+
+def task_check(rank: int, world: int) -> dict:
+    return {"rows": check_collectives(rank, world), "world": world, "backend": dist.get_backend()}
+
+
+def task_sweep(rank: int, world: int, sizes: list[int], ops: list[str] = OPS, graph: bool = True,
+               reps: int = 20, rounds: int = 5, graph_calls: int = 20) -> dict:
+    """Time each of ``ops`` at each of ``sizes`` (bytes, bf16), eager and (``graph``) replayed from a
+    CUDA graph of ``graph_calls`` calls. Rows: op, mode, bytes, ms, algbw and busbw (GB/s); a part
+    that fails is a row with its ``error`` and no time. GPU only."""
+    rows = []
+    for op in ops:
+        for nbytes in sizes:
+            fn, size = collective(op, nbytes, torch.bfloat16, rank, world)
+            for mode in ("eager", "graph") if graph else ("eager",):
+                row = {"op": op, "mode": mode, "bytes": size}
+                try:
+                    reps_here = max(2, min(reps, int(2**28 // size)))  # fewer repetitions at 1 GiB
+                    if mode == "eager":
+                        ms = time_ms(fn, reps=reps_here, rounds=rounds)
+                    else:
+                        ms = time_ms(graphed(fn, graph_calls), reps=max(1, reps_here // graph_calls), rounds=rounds,
+                                     calls=graph_calls)
+                    algbw = size / (ms * 1e-3) / 1e9
+                    row |= {"ms": ms, "us": ms * 1e3, "algbw": algbw, "busbw": algbw * bus_factor(op, world)}
+                except Exception as exc:  # reported in the table, not fatal to the sweep
+                    row["error"] = f"{type(exc).__name__}: {exc}"[:300]
+                rows.append(row)
+            del fn
+            torch.cuda.empty_cache()
+    version = torch.cuda.nccl.version()
+    return {"rows": rows, "world": world, "device": torch.cuda.get_device_name(),
+            "nccl": ".".join(map(str, version)) if isinstance(version, tuple) else str(version)}
+
+
+# --- an all-reduce by hand: the ring of send/recv ------------------------------------------------
+
+
+def ring_all_reduce(x: torch.Tensor) -> torch.Tensor:
+    """Sum ``x`` (1-D, any length) over all ranks in place, by the ring algorithm (Patarasuk and
+    Yuan, 2009): the buffer in n chunks; n−1 reduce-scatter steps, in which each rank sends one
+    chunk to the next rank and adds the chunk it receives from the previous one, after which rank
+    r holds the full sum of chunk r+1; then n−1 all-gather steps passing the finished chunks on.
+    Each rank sends 2(n−1)/n of the buffer in all: the bandwidth-optimal amount."""
+    world, rank = dist.get_world_size(), dist.get_rank()
+    if world == 1:
+        return x
+    chunks = list(x.tensor_split(world))
+    right, left = (rank + 1) % world, (rank - 1) % world
+    recv = torch.empty_like(chunks[0])
+
+    def exchange(send_idx: int, recv_idx: int) -> torch.Tensor:
+        # the send and the receive posted together (one NCCL group): posted one after the other,
+        # every rank's send would wait for a receive queued behind its neighbour's own send
+        incoming = recv[: chunks[recv_idx].numel()]
+        ops = [dist.P2POp(dist.isend, chunks[send_idx], right), dist.P2POp(dist.irecv, incoming, left)]
+        for req in dist.batch_isend_irecv(ops):
+            req.wait()
+        return incoming
+
+    for step in range(world - 1):  # reduce-scatter: chunk (rank - step) goes right, gets summed there
+        send_idx, recv_idx = (rank - step) % world, (rank - step - 1) % world
+        chunks[recv_idx] += exchange(send_idx, recv_idx)
+    for step in range(world - 1):  # all-gather: pass the finished chunk (rank + 1 - step) on
+        send_idx, recv_idx = (rank + 1 - step) % world, (rank - step) % world
+        chunks[recv_idx].copy_(exchange(send_idx, recv_idx))
+    return x
+
+
+# --- an all-reduce by hand: Triton kernels on the peers' memory ----------------------------------
+
+
+@triton.jit
+def block_barrier(pad_ptrs, rank, channel, WORLD: tl.constexpr):
+    """Block ``pid`` of this rank meets block ``pid`` of every peer.
+
+    ``pad_ptrs``: int64[WORLD], the address of each rank's signal pad (int32 flags, zero at
+    the start). Slot ``(channel * programs + pid) * WORLD + q`` of rank r's pad is the flag
+    "rank q's block pid reached barrier ``channel``". For each peer: wait until our slot in the
+    peer's pad is 0 (the peer took our last flag), set it to 1 with *release* semantics at
+    *system* scope, so the peer sees every store this block made before it; then, for each
+    peer, wait until its flag in our own pad is 1 and set it back to 0 in the same atomic
+    (*acquire*: the peer's stores are visible after it). The reset leaves every slot at 0, so
+    the kernel can run again, and inside a CUDA graph."""
+    pid = tl.program_id(0)
+    slot = (channel * tl.num_programs(0) + pid) * WORLD
+    tl.debug_barrier()  # every thread of the block has finished its stores
+    for peer in tl.static_range(WORLD):
+        if peer != rank:
+            peer_pad = tl.load(pad_ptrs + peer).to(tl.pointer_type(tl.int32))
+            while tl.atomic_cas(peer_pad + slot + rank, 0, 1, sem="release", scope="sys") != 0:
+                pass
+    own_pad = tl.load(pad_ptrs + rank).to(tl.pointer_type(tl.int32))
+    for peer in tl.static_range(WORLD):
+        if peer != rank:
+            while tl.atomic_cas(own_pad + slot + peer, 1, 0, sem="acquire", scope="sys") != 1:
+                pass
+    tl.debug_barrier()  # no thread loads a peer's data before the flags are in
+
+
+@triton.jit
+def one_shot_kernel(buf_ptrs, pad_ptrs, out_ptr, n, rank, WORLD: tl.constexpr, BLOCK: tl.constexpr,
+                    SYNC: tl.constexpr = True):
+    """``out = sum over ranks of buffer[rank]``, every rank reading every peer's whole buffer.
+
+    ``buf_ptrs``: int64[WORLD], the address of each rank's input (``n`` elements of
+    ``out_ptr``'s dtype); ``out_ptr``: this rank's output, a local tensor. Accumulates in
+    fp32 in rank order, so every rank gets the same bits. One barrier before (the peers'
+    inputs are written) and one after (no rank overwrites its input while a peer reads it).
+    ``SYNC=False`` leaves the barriers out (for tests that check the arithmetic alone)."""
+    pid, programs = tl.program_id(0), tl.num_programs(0)
+    if SYNC:
+        block_barrier(pad_ptrs, rank, 0, WORLD)
+    for start in range(pid * BLOCK, n, programs * BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        mask = offs < n
+        acc = tl.zeros([BLOCK], dtype=tl.float32)
+        for peer in tl.static_range(WORLD):
+            src = tl.load(buf_ptrs + peer).to(tl.pointer_type(out_ptr.dtype.element_ty))
+            src = tl.multiple_of(src, 16)  # 16-byte aligned (as any allocation): 16-byte loads
+            acc += tl.load(src + offs, mask=mask).to(tl.float32)
+        tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
+    if SYNC:
+        block_barrier(pad_ptrs, rank, 1, WORLD)
+
+
+@triton.jit
+def two_shot_kernel(buf_ptrs, pad_ptrs, chunk, rank, WORLD: tl.constexpr, BLOCK: tl.constexpr,
+                    DTYPE: tl.constexpr, SYNC: tl.constexpr = True):
+    """Sum the ranks' buffers in place: each rank's buffer ends holding the sum.
+
+    ``buf_ptrs``: int64[WORLD], each rank's buffer of ``WORLD * chunk`` elements of ``DTYPE``
+    (``chunk`` an argument, so that Triton sees when it divides by 16 and issues 16-byte loads
+    and stores). Rank r owns chunk r: it reads chunk r of
+    every peer and sums it (the reduce-scatter), then stores the sum into chunk r of every
+    peer's buffer (the all-gather, by writes). Each rank moves 2(WORLD−1)/WORLD of the
+    buffer over its links, as a ring does, in two steps instead of 2(WORLD−1). Barriers as
+    :func:`one_shot_kernel`'s; the second one also says "your chunk r is written"."""
+    pid, programs = tl.program_id(0), tl.num_programs(0)
+    if SYNC:
+        block_barrier(pad_ptrs, rank, 0, WORLD)
+    for start in range(pid * BLOCK, chunk, programs * BLOCK):
+        local = start + tl.arange(0, BLOCK)
+        mask = local < chunk
+        offs = rank * chunk + local
+        acc = tl.zeros([BLOCK], dtype=tl.float32)
+        for peer in tl.static_range(WORLD):
+            src = tl.multiple_of(tl.load(buf_ptrs + peer).to(tl.pointer_type(DTYPE)), 16)
+            acc += tl.load(src + offs, mask=mask).to(tl.float32)
+        for peer in tl.static_range(WORLD):
+            dst = tl.multiple_of(tl.load(buf_ptrs + peer).to(tl.pointer_type(DTYPE)), 16)
+            tl.store(dst + offs, acc.to(DTYPE), mask=mask)
+    if SYNC:
+        block_barrier(pad_ptrs, rank, 1, WORLD)
+
+TL_DTYPE = {torch.float32: tl.float32, torch.float16: tl.float16, torch.bfloat16: tl.bfloat16}
+
+
+def pointer_table(tensors_or_ptrs, dev) -> torch.Tensor:
+    """int64[len] of addresses (``data_ptr()`` of tensors, or ints), on ``dev``."""
+    ptrs = [t if isinstance(t, int) else t.data_ptr() for t in tensors_or_ptrs]
+    return torch.tensor(ptrs, dtype=torch.int64, device=dev)
+
+
+def one_shot(buf_ptrs: torch.Tensor, pad_ptrs: torch.Tensor, out: torch.Tensor, rank: int, *, blocks: int = 64,
+             block: int = 2048, num_warps: int = 8, sync: bool = True) -> torch.Tensor:
+    """Launch :func:`one_shot_kernel` on ``blocks`` programs (grid-stride loop of ``block``
+    elements each); ``out`` (1-D, fp32/fp16/bf16) gets the sum of the WORLD buffers. Returns ``out``.
+    Every rank must launch the same ``blocks`` (the barrier pairs block pid with block pid)."""
+    world = buf_ptrs.numel()
+    blocks = max(1, min(blocks, triton.cdiv(out.numel(), block)))
+    one_shot_kernel[(blocks,)](buf_ptrs, pad_ptrs, out, out.numel(), rank, WORLD=world, BLOCK=block, SYNC=sync,
+                               num_warps=num_warps)
+    return out
+
+
+def two_shot(buf_ptrs: torch.Tensor, pad_ptrs: torch.Tensor, n: int, dtype: torch.dtype, rank: int, *,
+             blocks: int = 132, block: int = 2048, num_warps: int = 8, sync: bool = True) -> None:
+    """Launch :func:`two_shot_kernel`: each rank's buffer (``n`` elements of ``dtype``, ``n``
+    divisible by the world size) ends holding the sum of all of them."""
+    world = buf_ptrs.numel()
+    if n % world:
+        raise ValueError(f"two-shot needs n divisible by the world size, got {n} and {world}")
+    blocks = max(1, min(blocks, triton.cdiv(n // world, block)))
+    two_shot_kernel[(blocks,)](buf_ptrs, pad_ptrs, n // world, rank, WORLD=world, BLOCK=block, DTYPE=TL_DTYPE[dtype],
+                               SYNC=sync, num_warps=num_warps)
+
+
+PAD_BYTES = 64 * 1024
+"""The signal pad asked for: 2 barriers x 4,096 flags of 4 bytes, for grids of up to 4,096 / world
+blocks. torch's default has been as small as 2,048 bytes (128 blocks on two GPUs)."""
+
+
+def signal_pad_bytes(grow: bool = False) -> int:
+    """The size of each rank's signal pad, bytes (``_SymmetricMemory.signal_pad_size``; 2,048 where
+    this torch does not say). With ``grow``, first raise it to :data:`PAD_BYTES`: only before this
+    process allocates any symmetric memory, which :class:`SymmBuffer` ensures."""
+    from torch._C._distributed_c10d import _SymmetricMemory
+
+    size = getattr(_SymmetricMemory, "signal_pad_size", None)
+    if not isinstance(size, int):  # absent, or only a property of each handle in this torch
+        return 2048
+    if grow and size < PAD_BYTES:
+        try:
+            _SymmetricMemory.signal_pad_size = PAD_BYTES
+        except (AttributeError, TypeError, RuntimeError):
+            pass
+    size = getattr(_SymmetricMemory, "signal_pad_size", size)
+    return size if isinstance(size, int) else 2048
+
+
+_SYMM_ALLOCATED = False
+
+
+class SymmBuffer:
+    """A symmetric-memory buffer of ``n`` elements on every rank, and the pointer tables the
+    kernels take: ``buf`` (this rank's tensor), ``buf_ptrs`` and ``pad_ptrs`` (int64[world] on
+    the GPU), ``rank``. Uses ``torch.distributed._symmetric_memory``: ``empty``, ``rendezvous``
+    and the handle's ``buffer_ptrs``, ``signal_pad_ptrs``, ``rank``, ``world_size``."""
+
+    def __init__(self, n: int, dtype: torch.dtype):
+        import torch.distributed._symmetric_memory as symm_mem
+
+        global _SYMM_ALLOCATED
+        signal_pad_bytes(grow=not _SYMM_ALLOCATED)  # the same on every rank: each process runs this first
+        _SYMM_ALLOCATED = True
+        self.buf = symm_mem.empty(n, dtype=dtype, device=device())
+        group = dist.group.WORLD.group_name
+        try:
+            self.hdl = symm_mem.rendezvous(self.buf, group)
+        except RuntimeError:  # older torch wants the group enabled first (deprecated since)
+            symm_mem.enable_symm_mem_for_group(group)
+            self.hdl = symm_mem.rendezvous(self.buf, group)
+        self.rank, self.world = self.hdl.rank, self.hdl.world_size
+        self.buf_ptrs = pointer_table(self.hdl.buffer_ptrs, self.buf.device)
+        self.pad_ptrs = pointer_table(self.hdl.signal_pad_ptrs, self.buf.device)
+        self.group = group
+        # the barrier uses 2 channels x blocks x world int32 flags of each signal pad
+        pad = getattr(self.hdl, "signal_pad_size", None)  # this buffer's own, where the handle says
+        self.max_blocks = (pad if isinstance(pad, int) else signal_pad_bytes()) // (4 * 2 * self.world)
+
+
+def symm_op(name: str):
+    """``torch.ops.symm_mem.<name>``, or None where this torch has no such op."""
+    return getattr(torch.ops.symm_mem, name, None) if hasattr(torch.ops, "symm_mem") else None
+
+
+def task_allreduce(rank: int, world: int, sizes: tuple[int, ...] = (2**18, 2**27), check_numel: int = 1_000_003,
+                   rounds: int = 9, reps: int = 20, graph_calls: int = 20) -> dict:
+    """The all-reduce, six ways, at each of ``sizes`` (bytes, bf16), in one run: NCCL eager, NCCL in
+    a CUDA graph, the Triton one-shot and two-shot kernels (eager and graphed), and torch's
+    ``symm_mem.one_shot_all_reduce`` and ``two_shot_all_reduce_`` (graphed) where they exist.
+    First each is checked against a float64 sum at ``check_numel`` elements. Timings are paired
+    against NCCL eager (:func:`worklog_gen.kit.paired.paired_ratio`, our fixed-repetition timer).
+    GPU only. Returns rows of checks, rows of times, and the paired ratios."""
+    from worklog_gen.kit.paired import paired_ratio
+
+    dtype = torch.bfloat16
+    dev = device()
+    sms = torch.cuda.get_device_properties(dev).multi_processor_count
+    one_shot_sum, two_shot_sum = symm_op("one_shot_all_reduce"), symm_op("two_shot_all_reduce_")
+    checks, times, pairs, notes = [], [], {}, []
+    # --- correctness: random inputs (never zeros), outputs poisoned first ---
+    n = check_numel // world * world
+    g = torch.Generator().manual_seed(2)
+    inputs = [torch.randn(n, generator=g).to(dtype) for _ in range(world)]
+    ref = torch.stack(inputs).double().sum(0)
+    sb = SymmBuffer(n, dtype)
+
+    def load():
+        sb.buf.copy_(inputs[rank].to(dev))
+        dist.barrier()
+
+    def check(name, fn):
+        try:
+            load()
+            out = fn()
+            torch.cuda.synchronize()
+            checks.append({"impl": name, "rel_err": relative_error(out, ref)})
+        except Exception as exc:
+            checks.append({"impl": name, "error": f"{type(exc).__name__}: {exc}"[:300]})
+
+    out = torch.empty(n, dtype=dtype, device=dev)
+
+    def poisoned_one_shot():
+        out.fill_(float("nan"))
+        return one_shot(sb.buf_ptrs, sb.pad_ptrs, out, rank, blocks=min(sms, sb.max_blocks))
+
+    def two_shot_here():
+        two_shot(sb.buf_ptrs, sb.pad_ptrs, n, dtype, rank, blocks=min(sms, sb.max_blocks))
+        return sb.buf
+
+    def nccl_here():
+        x = inputs[rank].to(dev)
+        dist.all_reduce(x)
+        return x
+
+    check("NCCL all_reduce", nccl_here)
+    check("Triton one-shot", poisoned_one_shot)
+    check("Triton two-shot", two_shot_here)
+    check("Triton one-shot, again (flags reset)", poisoned_one_shot)
+    if one_shot_sum is not None:
+        check("torch symm_mem one_shot_all_reduce", lambda: one_shot_sum(sb.buf, "sum", sb.group))
+    else:
+        notes.append("torch.ops.symm_mem.one_shot_all_reduce is missing in this torch")
+    if two_shot_sum is not None:
+        check("torch symm_mem two_shot_all_reduce_", lambda: two_shot_sum(sb.buf, "sum", sb.group))
+    else:
+        notes.append("torch.ops.symm_mem.two_shot_all_reduce_ is missing in this torch")
+    del sb
+
+    def timer(fn_calls, rounds=1):
+        fn, calls = fn_calls
+        return time_ms(fn, reps=reps if calls == 1 else max(1, reps // calls), rounds=rounds, calls=calls)
+
+    for nbytes in sizes:
+        n = nbytes // dtype.itemsize // world * world
+        sb = SymmBuffer(n, dtype)  # ours (our kernels use its signal pad)
+        sb.buf.copy_(torch.randn(n, device=dev).to(dtype))
+        theirs = SymmBuffer(n, dtype)  # torch's ops, with their own signal pad
+        theirs.buf.copy_(sb.buf)
+        x = sb.buf.clone()
+        out = torch.empty_like(x)
+        blocks = _pick_blocks(sb, n, dtype, rank, sms, out)
+        impls = {
+            "NCCL eager": (lambda: dist.all_reduce(x), 1),
+            "Triton one-shot": (lambda: one_shot(sb.buf_ptrs, sb.pad_ptrs, out, rank, blocks=blocks["one"]), 1),
+            "Triton two-shot": (lambda: two_shot(sb.buf_ptrs, sb.pad_ptrs, n, dtype, rank, blocks=blocks["two"]), 1),
+        }
+        graph_of = {"NCCL graph": impls["NCCL eager"][0], "Triton one-shot graph": impls["Triton one-shot"][0],
+                    "Triton two-shot graph": impls["Triton two-shot"][0]}
+        if one_shot_sum is not None:
+            graph_of["symm_mem one-shot graph"] = lambda: one_shot_sum(theirs.buf, "sum", theirs.group)
+        if two_shot_sum is not None:
+            graph_of["symm_mem two-shot graph"] = lambda: two_shot_sum(theirs.buf, "sum", theirs.group)
+        for name, fn in graph_of.items():
+            try:
+                impls[name] = (graphed(fn, graph_calls), graph_calls)
+            except Exception as exc:
+                notes.append(f"{name} at {nbytes} B: {type(exc).__name__}: {exc}"[:300])
+        for name, fn_calls in impls.items():
+            ms = timer(fn_calls, rounds=5)
+            times.append({"impl": name, "bytes": n * dtype.itemsize, "us": ms * 1e3,
+                          "busbw": n * dtype.itemsize / (ms * 1e-3) / 1e9 * bus_factor("all_reduce", world)})
+        for name in impls:
+            if name != "NCCL eager":
+                r = paired_ratio(impls["NCCL eager"], impls[name], rounds=rounds, timer=timer)
+                pairs[f"{name} vs NCCL eager @ {nbytes}"] = _pair_dict(r)
+        for mine, base in (("Triton one-shot graph", "NCCL graph"), ("Triton two-shot graph", "NCCL graph"),
+                           ("Triton one-shot graph", "symm_mem one-shot graph"),
+                           ("Triton two-shot graph", "symm_mem two-shot graph")):
+            if mine in impls and base in impls:
+                r = paired_ratio(impls[base], impls[mine], rounds=rounds, timer=timer)
+                pairs[f"{mine} vs {base} @ {nbytes}"] = _pair_dict(r)
+        del impls, graph_of, sb, theirs
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+    return {"checks": checks, "times": times, "pairs": pairs, "notes": notes, "world": world,
+            "device": torch.cuda.get_device_name()}
+
+
+def _pair_dict(r) -> dict:
+    return {"ratio": r.ratio, "lo": r.lo, "hi": r.hi, "baseline_us": r.baseline_ms * 1e3,
+            "candidate_us": r.candidate_ms * 1e3, "rounds": r.rounds}
+
+
+def _pick_blocks(sb: SymmBuffer, n: int, dtype, rank: int, sms: int, out) -> dict:
+    """The grid size of each kernel, the fastest of a few by rank 0's eager timing, broadcast so
+    every rank launches the same grid (the barrier pairs block pid with block pid)."""
+    picked = {}
+    for kind in ("one", "two"):
+        best = None
+        for blocks in sorted({min(b, sb.max_blocks) for b in (sms // 2, sms, 2 * sms, 4 * sms)}):
+            if kind == "one":
+                fn = lambda b=blocks: one_shot(sb.buf_ptrs, sb.pad_ptrs, out, rank, blocks=b)
+            else:
+                fn = lambda b=blocks: two_shot(sb.buf_ptrs, sb.pad_ptrs, n, dtype, rank, blocks=b)
+            ms = time_ms(fn, reps=5, rounds=3)
+            if best is None or ms < best[0]:
+                best = (ms, blocks)
+        choice = torch.tensor([best[1]], device=device())
+        dist.broadcast(choice, src=0)
+        picked[kind] = int(choice.item())
+    return picked
+
+
+# --- data-parallel training, four ways -----------------------------------------------------------
+
+
+class MLP(torch.nn.Module):
+    """``depth`` residual blocks ``x + W2·gelu(W1·LayerNorm(x))`` of width ``width`` (hidden
+    ``width``), then a linear head; float32 parameters. The loss is the mean squared error."""
+
+    def __init__(self, width: int, depth: int):
+        super().__init__()
+        self.blocks = torch.nn.ModuleList(torch.nn.Sequential(
+            torch.nn.LayerNorm(width), torch.nn.Linear(width, width), torch.nn.GELU(), torch.nn.Linear(width, width))
+            for _ in range(depth))
+        self.head = torch.nn.Linear(width, width)
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = x + block(x)
+        return self.head(x)
+
+
+LR, WD, BETAS, EPS = 1e-3, 0.1, (0.9, 0.999), 1e-8
+"""AdamW's settings, the same for every variant."""
+
+
+def batch(step: int, rows: slice, global_batch: int, width: int, dev) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows ``rows`` of step ``step``'s global batch (inputs, targets), the same on every rank."""
+    g = torch.Generator(device=dev).manual_seed(1000 + step)
+    x = torch.randn(global_batch, width, generator=g, device=dev)
+    y = torch.randn(global_batch, width, generator=g, device=dev)
+    return x[rows], y[rows]
+
+
+def flat_layout(model: torch.nn.Module, world: int, dev) -> tuple[torch.Tensor, torch.Tensor, list]:
+    """Make every parameter and its gradient a view into one flat float32 buffer each (as llm.c
+    keeps them), the parameters in reverse order (the order backward finishes them), padded to a
+    multiple of ``world``. Returns (flat params, flat grads, [(param, start, end)])."""
+    params = list(model.parameters())[::-1]
+    total = sum(p.numel() for p in params)
+    total = -(-total // world) * world
+    flat_p = torch.zeros(total, device=dev)
+    flat_g = torch.zeros(total, device=dev)
+    spans, at = [], 0
+    for p in params:
+        end = at + p.numel()
+        flat_p[at:end].copy_(p.detach().reshape(-1))
+        p.data = flat_p[at:end].view_as(p)
+        p.grad = flat_g[at:end].view_as(p)
+        spans.append((p, at, end))
+        at = end
+    return flat_p, flat_g, spans
+
+
+def adamw_(p: torch.Tensor, g: torch.Tensor, m: torch.Tensor, v: torch.Tensor, step: int) -> None:
+    """One AdamW step in place on flat float32 tensors (Loshchilov and Hutter, 2019; the same
+    arithmetic as ``torch.optim.AdamW``): decoupled weight decay, then the bias-corrected moment
+    update with :data:`LR`, :data:`WD`, :data:`BETAS`, :data:`EPS`."""
+    b1, b2 = BETAS
+    p.mul_(1 - LR * WD)
+    m.lerp_(g, 1 - b1)
+    v.mul_(b2).addcmul_(g, g, value=1 - b2)
+    denom = (v.sqrt() / math.sqrt(1 - b2**step)).add_(EPS)
+    p.addcdiv_(m, denom, value=-LR / (1 - b1**step))
+
+
+def train(variant: str, rank: int, world: int, *, width: int, depth: int, local_batch: int, steps: int,
+          timed_from: int, bucket_mb: float, autocast: bool) -> dict:
+    """Train a fresh :class:`MLP` (seed 0) for ``steps`` steps, one of the variants:
+
+    * ``single``: this rank alone, a batch of ``local_batch`` rows (the others wait);
+    * ``allreduce``: each rank its ``local_batch`` rows; after backward one all-reduce of the
+      flat gradients, divided by the world size;
+    * ``buckets``: the all-reduce in buckets of ``bucket_mb`` MB, each started (async) from a
+      ``register_post_accumulate_grad_hook`` as soon as backward has finished its gradients;
+    * ``ddp``: ``torch.nn.parallel.DistributedDataParallel`` (its own buckets and overlap);
+    * ``zero1``: the flat gradients reduce-scattered, each rank steps AdamW on its shard (moments
+      for the shard only), then the parameters all-gathered.
+
+    Returns the step times (ms, steps from ``timed_from`` on; CUDA events, or wall time on the
+    CPU), peak memory (bytes, CUDA), optimizer-state bytes, and the final parameters' flat copy
+    (float32, CPU, in ``model.parameters()`` order) on rank 0."""
+    dev = device()
+    torch.manual_seed(0)
+    model = MLP(width, depth).to(dev)
+    params = list(model.parameters())
+    active = variant != "single" or rank == 0
+    global_batch = local_batch * (1 if variant == "single" else world)
+    rows = slice(0, local_batch) if variant == "single" else slice(rank * local_batch, (rank + 1) * local_batch)
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    opt, state_bytes, handles = None, 0, []
+    flat_p = flat_g = None
+    if variant == "ddp":
+        model = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=bucket_mb, gradient_as_bucket_view=True)
+    if variant in ("single", "allreduce", "buckets", "zero1"):
+        flat_p, flat_g, spans = flat_layout(model, world, dev)
+    if variant in ("single", "allreduce", "buckets", "ddp"):
+        opt = torch.optim.AdamW(params, lr=LR, betas=BETAS, eps=EPS, weight_decay=WD)
+    if variant == "zero1":
+        shard = flat_p.numel() // world
+        lo, hi = rank * shard, (rank + 1) * shard
+        m, v = torch.zeros(shard, device=dev), torch.zeros(shard, device=dev)
+        state_bytes = m.nbytes + v.nbytes
+    if variant == "buckets":  # contiguous spans of the flat gradient, in the order backward finishes them
+        limit = int(bucket_mb * 2**20 / 4)
+        buckets, start = [], 0
+        for i, (p, a, b) in enumerate(spans):
+            if b - start >= limit or i == len(spans) - 1:
+                buckets.append([start, spans[i + 1][1] if i + 1 < len(spans) else flat_g.numel(), 0])
+                start = buckets[-1][1]
+        bucket_of = {}
+        for p, a, b in spans:
+            bucket_of[p] = next(k for k, bk in enumerate(buckets) if bk[0] <= a < bk[1])
+        sizes = [sum(1 for p in bucket_of if bucket_of[p] == k) for k in range(len(buckets))]
+
+        def hook(p):
+            k = bucket_of[p]
+            buckets[k][2] += 1
+            if buckets[k][2] == sizes[k]:
+                handles.append(dist.all_reduce(flat_g[buckets[k][0]:buckets[k][1]], async_op=True))
+
+        for p in params:
+            p.register_post_accumulate_grad_hook(hook)
+    times, grad_norm = [], None
+    for step in range(1, steps + 1):
+        if not active:
+            break
+        x, y = batch(step, rows, global_batch, width, dev)
+        t0 = _stamp()
+        if flat_g is not None:
+            flat_g.zero_()
+        else:
+            opt.zero_grad(set_to_none=False)
+        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=autocast):
+            loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        if variant == "allreduce":
+            dist.all_reduce(flat_g)
+            flat_g.div_(world)
+        elif variant == "buckets":
+            for h in handles:
+                h.wait()
+            handles.clear()
+            for bk in buckets:
+                bk[2] = 0
+            flat_g.div_(world)
+        if variant == "zero1":
+            g_shard = reduce_scatter(flat_g).div_(world)
+            if step == 1:
+                grad_norm = _global_norm(g_shard)
+            adamw_(flat_p[lo:hi], g_shard, m, v, step)
+            dist.all_gather_into_tensor(flat_p, flat_p[lo:hi].clone())
+        else:
+            if step == 1:  # Adam hides a gradient's scale (a sum for a mean): the check compares it
+                grad_norm = float(torch.cat([p.grad.reshape(-1) for p in params]).norm())
+            opt.step()
+        times.append(_elapsed_ms(t0))
+    if opt is not None:
+        state_bytes = sum(t.nbytes for s in opt.state.values() for t in s.values() if torch.is_tensor(t))
+    result = {"variant": variant, "grad_norm": grad_norm, "ms": statistics.median(times[timed_from:]) if len(times) > timed_from else None,
+              "optimizer_state_bytes": state_bytes,
+              "peak_bytes": torch.cuda.max_memory_allocated() if torch.cuda.is_available() else None}
+    final = torch.cat([p.detach().reshape(-1).float().cpu() for p in params]) if active else None
+    if variant != "single":  # every rank must hold the same parameters: compare with rank 0's
+        ref = torch.cat([p.detach().reshape(-1) for p in params]).clone()
+        dist.broadcast(ref, src=0)
+        diff = torch.tensor([float((ref - torch.cat([p.detach().reshape(-1) for p in params])).abs().max())], device=dev)
+        dist.all_reduce(diff, op=dist.ReduceOp.MAX)
+        result["rank_spread"] = float(diff.item())
+    dist.barrier()
+    return result | {"final": final}
+
+
+def _global_norm(shard: torch.Tensor) -> float:
+    """The 2-norm of a vector sharded over the ranks, from this rank's ``shard``."""
+    sq = shard.double().pow(2).sum().reshape(1)
+    dist.all_reduce(sq)
+    return float(sq.sqrt())
+
+
+def _stamp():
+    if torch.cuda.is_available():
+        ev = torch.cuda.Event(enable_timing=True)
+        ev.record()
+        return ev
+    return time.perf_counter()
+
+
+def _elapsed_ms(t0) -> float:
+    if torch.cuda.is_available():
+        ev = torch.cuda.Event(enable_timing=True)
+        ev.record()
+        ev.synchronize()
+        return t0.elapsed_time(ev)
+    return (time.perf_counter() - t0) * 1e3
+
+
+DP_VARIANTS = ("allreduce", "buckets", "ddp", "zero1")
+
+
+def task_dp(rank: int, world: int, width: int = 4096, depth: int = 8, local_batch: int = 2048,
+            check: dict | None = None, steps: int = 15, timed_from: int = 5, bucket_mb: float = 25.0,
+            timing: bool = True) -> dict:
+    """Data parallelism four ways (:func:`train`): first the check, every variant against one
+    process on the whole global batch, in float32 without autocast at ``check``'s (smaller)
+    sizes, 3 steps: the parameters after them, and the first step's gradient norm (Adam's update
+    does not change if every gradient is scaled, so a sum where a mean is due would pass the
+    parameters' check alone); then (``timing``) the step times, bf16 autocast, ``local_batch`` rows per
+    rank, the one-GPU baseline on the same rows per GPU (for weak-scaling efficiency).
+    Returns, on rank 0, the check rows (max |Δ| against one process) and the timing rows."""
+    check = check or {"width": 256, "depth": 4, "local_batch": 32}
+    kw = dict(width=check["width"], depth=check["depth"], steps=3, timed_from=0, bucket_mb=0.05, autocast=False)
+    ref = train("single", rank, world, local_batch=check["local_batch"] * world, **kw)
+    check_rows = []
+    for variant in DP_VARIANTS:
+        r = train(variant, rank, world, local_batch=check["local_batch"], **kw)
+        if rank == 0:
+            check_rows.append({"variant": variant, "max_abs_diff": float((r["final"] - ref["final"]).abs().max()),
+                               "grad_norm_rel_err": abs(r["grad_norm"] / ref["grad_norm"] - 1),
+                               "rank_spread": r["rank_spread"]})
+    rows = []
+    if timing:
+        for variant in ("single",) + DP_VARIANTS:
+            kw = dict(width=width, depth=depth, local_batch=local_batch, steps=steps, timed_from=timed_from,
+                      bucket_mb=bucket_mb, autocast=torch.cuda.is_available())
+            r = train(variant, rank, world, **kw)
+            r.pop("final")
+            rows.append(r)
+            torch.cuda.empty_cache()
+    n_params = sum(p.numel() for p in MLP(width, depth).parameters())
+    return {"check": check_rows, "rows": rows, "world": world, "params": n_params, "width": width, "depth": depth,
+            "local_batch": local_batch, "lr": LR}
+
+
+# --- the CPU lesson: ring and DP checks over gloo ---------------------------------------------------
+
+
+def task_ring_demo(rank: int, world: int, numel: int = 1001) -> dict:
+    """The send/recv ring against ``dist.all_reduce`` and a float64 sum (random, never-zero inputs)."""
+    g = torch.Generator().manual_seed(3)
+    inputs = [torch.rand(numel, generator=g) + 0.5 for _ in range(world)]
+    ref = torch.stack(inputs).double().sum(0)
+    x = inputs[rank].to(device())
+    ring_all_reduce(x)
+    return {"rel_err": relative_error(x, ref), "numel": numel, "world": world}
+
+
+def task_lesson(rank: int, world: int) -> dict:
+    """What the notebook runs on the CPU, in one launch: the collectives and the ring checked
+    (:func:`check_collectives`), and the four data-parallel variants against one process."""
+    return {"collectives": task_check(rank, world),
+            "dp": task_dp(rank, world, width=64, depth=3, local_batch=8, check={"width": 64, "depth": 3, "local_batch": 8},
+                          timing=False)}
+
+
+TASKS = {"lesson": task_lesson, "check": task_check, "sweep": task_sweep, "allreduce": task_allreduce, "dp": task_dp,
+         "ring": task_ring_demo}
+
+
+# --- the smoke test ------------------------------------------------------------------------------
+
+
+def task_symm_info(rank: int, world: int) -> dict:
+    """What this torch's symmetric memory offers: the ops the notebook uses, the backend, the
+    signal pad, and one buffer's handle."""
+    import torch.distributed._symmetric_memory as symm_mem
+
+    sb = SymmBuffer(1024, torch.bfloat16)
+    return {"one_shot_all_reduce": symm_op("one_shot_all_reduce") is not None,
+            "two_shot_all_reduce_": symm_op("two_shot_all_reduce_") is not None,
+            "backend": getattr(symm_mem, "get_backend", lambda d: "?")(device()),
+            "signal_pad_bytes": signal_pad_bytes(), "max_blocks": sb.max_blocks, "rank": sb.rank, "world": sb.world,
+            "buffer_ptrs": [hex(p) for p in sb.hdl.buffer_ptrs]}
+
+
+TASKS["symm_info"] = task_symm_info
+
+SMOKE = [  # (what, task, arguments): each its own launch, so a failure or a hang stops only itself
+    ("check collectives + ring (NCCL)", "check", {}),
+    ("sweep: all_reduce 4 KiB + 16 MiB, eager + graph", "sweep", {"sizes": [4096, 2**24], "ops": ["all_reduce"],
+                                                                 "reps": 4, "rounds": 2}),
+    ("sweep: the other ops at 64 KiB, eager + graph", "sweep", {"sizes": [2**16], "ops": list(OPS[1:]), "reps": 4,
+                                                               "rounds": 2}),
+    ("symm_mem: API, backend, signal pad, a buffer", "symm_info", {}),
+    ("Triton + symm_mem all-reduce: checks, short timings (256 KiB, 4 MiB)", "allreduce",
+     {"sizes": [2**18, 2**22], "rounds": 1, "reps": 4}),
+    ("DP: check (small) + timing (width 512)", "dp", {"width": 512, "depth": 2, "local_batch": 64, "steps": 4,
+                                                      "timed_from": 1}),
+]
+
+
+def smoke(timeout_s: float = 180) -> list[dict]:
+    """Each part of :data:`SMOKE` in its own launch, with its own timeout; the status, seconds and
+    (shortened) result or error of each."""
+    parts = []
+    for what, task, kwargs in SMOKE:
+        t0 = time.perf_counter()
+        try:
+            result, status = run(task, timeout_s=timeout_s, **kwargs), "ok"
+        except Exception as exc:  # reported, and the next part runs
+            result, status = str(exc)[-3000:], f"FAIL {type(exc).__name__}"
+        parts.append({"part": what, "status": status, "seconds": time.perf_counter() - t0,
+                      "result": json.dumps(result, default=str) if status == "ok" else result})
+    return parts
+
+
+if __name__ == "__main__":
+    if "--smoke" in sys.argv:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # worklog_gen, run from anywhere
+        parts = smoke()
+        for p in parts:
+            print(f"{p['status']:<22} {p['seconds']:6.1f} s  {p['part']}")
+        for p in parts:
+            print(f"\n== {p['part']}: {p['status']}\n{p['result'][:3000]}")
+        sys.exit(0 if all(p["status"] == "ok" for p in parts) else 1)
+    print(__doc__)

@@ -1,0 +1,172 @@
+"""The collectives notebook's workers (``notebooks/collectives_workers.py``) on the CPU.
+
+* Over gloo, in 2 and 3 processes started by ``torch.multiprocessing.spawn``: every collective
+  the notebook times, and the send/recv ring all-reduce, against float64 sums of the same
+  random inputs (the ring also at fewer elements than ranks); the four data-parallel variants
+  (one all-reduce, hooked buckets, DDP, ZeRO-1 with its hand-written AdamW on a shard) against
+  one process training on the whole global batch, and every rank holding the same parameters.
+* Under ``TRITON_INTERPRET=1``, in a child process (Triton decides at ``@triton.jit`` time whether
+  a kernel interprets, and other tests import Triton without the interpreter): the one-shot and
+  two-shot all-reduce kernels, with the "peers" several CPU tensors whose ``data_ptr()`` fill the
+  pointer table and the signal pads CPU int32 tensors. The interpreter does cast an int64 loaded
+  from the table to a pointer (``.to(tl.pointer_type(...))``) and dereferences it, as it runs the
+  kernel on numpy views of this process's memory; it has no bfloat16, so fp32 and fp16 only.
+  It runs one launch at a time, so the ranks run in turn, 0 to n-1, and rank r's launch cannot
+  wait for a peer that has not run yet: before it, the test sets in rank r's pad the flags that
+  the later ranks q > r would have sent it (both barriers, every block). Then each launch must
+  leave its own pad all zero (every flag taken and reset, so the kernel can run again) and its
+  own flag set in every peer's pad; after the last rank, exactly the injected flags remain.
+  What the interpreter cannot show: the memory ordering of ``sem=``/``scope=`` (it ignores them)
+  and two ranks spinning at once; those run on the GPUs (``collectives_workers.py --smoke``).
+* Compiled for sm_90 without a GPU (Triton's own ptxas): the barrier's flags are a release and
+  an acquire compare-and-swap at system scope, and the data moves in 16-byte loads and stores
+  (the pointers cast from the table are declared 16-byte aligned with ``tl.multiple_of``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+dist = pytest.importorskip("torch.distributed")
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "notebooks"))
+
+import collectives_workers as cw  # noqa: E402
+from interpreted import run_for_sm90  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="no gloo")
+
+
+def test_collectives_ring_and_data_parallel_variants_over_gloo():
+    result = cw.run("lesson", world=2)
+    rows = {r["op"]: r["rel_err"] for r in result["collectives"]["rows"]}
+    assert set(rows) == set(cw.OPS) | {"ring (send/recv)"}
+    assert all(err < 1e-6 for err in rows.values()), rows
+    checks = {r["variant"]: r for r in result["dp"]["check"]}
+    assert set(checks) == set(cw.DP_VARIANTS)
+    for variant, row in checks.items():
+        assert row["max_abs_diff"] < 1e-6, (variant, row)  # lr is 1e-3: a step's size is about lr
+        assert row["rank_spread"] == 0.0, (variant, row)
+        assert row["grad_norm_rel_err"] < 1e-6, (variant, row)  # averaged, not summed
+
+
+@pytest.mark.parametrize("numel", [2, 1001])
+def test_ring_in_three_processes(numel):
+    result = cw.run("ring", world=3, numel=numel)
+    assert result["world"] == 3 and result["rel_err"] < 1e-6, result
+
+
+def test_the_model_of_costs():
+    assert cw.bus_factor("all_reduce", 2) == 1.0 and cw.bus_factor("all_gather", 8) == 7 / 8
+    assert cw.bus_factor("broadcast", 8) == cw.bus_factor("send_recv", 8) == 1.0
+    # 8 ranks, 1 GB at 100 GB/s, no latency: 2·7/8 · 10 ms = 17.5 ms
+    assert cw.ring_allreduce_s(1e9, 8, 0.0, 100.0) == pytest.approx(17.5e-3)
+    assert cw.ring_allreduce_s(0, 8, 1e-6, 100.0) == pytest.approx(14e-6)
+    assert cw.tree_allreduce_s(0, 8, 1e-6, 100.0) == pytest.approx(6e-6)
+    assert cw.ring_allreduce_s(1e9, 1, 1e-6, 100.0) == 0.0
+
+
+INTERPRETED = r'''
+import json, sys
+import torch
+sys.path.insert(0, sys.argv[1])
+import collectives_workers as cw
+
+results = []
+for world, kind, dtype, n, blocks in [(2, "one", torch.float32, 1000, 3), (3, "one", torch.float16, 777, 2),
+                                      (2, "two", torch.float32, 1000, 3), (3, "two", torch.float16, 999, 2),
+                                      (2, "two", torch.float32, 2, 1)]:
+    gen = torch.Generator().manual_seed(world * n)
+    inputs = [torch.randn(n, generator=gen).to(dtype) + 0.5 for _ in range(world)]  # random, never zeros
+    ref = torch.stack(inputs).double().sum(0)
+    bufs = [x.clone() for x in inputs]
+    pads = [torch.zeros(2, blocks, world, dtype=torch.int32) for _ in range(world)]  # [channel, block, sender]
+    buf_ptrs, pad_ptrs = cw.pointer_table(bufs, "cpu"), cw.pointer_table(pads, "cpu")
+    outs, pads_ok, delivered = [], True, True
+    for rank in range(world):
+        pads[rank][:, :, rank + 1:] = 1  # the flags of the ranks that run later
+        if kind == "one":
+            out = torch.full((n,), float("nan"), dtype=dtype)  # poisoned
+            cw.one_shot(buf_ptrs, pad_ptrs, out, rank, blocks=blocks, block=64, num_warps=1)
+            outs.append(out)
+        else:
+            cw.two_shot(buf_ptrs, pad_ptrs, n, dtype, rank, blocks=blocks, block=64, num_warps=1)
+        pads_ok &= bool((pads[rank] == 0).all())
+        delivered &= all(bool((pads[q][:, :, rank] == 1).all()) for q in range(world) if q != rank)
+    outs = outs if kind == "one" else bufs
+    left = all(bool((pads[q][:, :, r] == int(r > q)).all()) for q in range(world) for r in range(world) if r != q)
+    results.append({"world": world, "kind": kind, "dtype": str(dtype), "n": n,
+                    "rel_err": max(cw.relative_error(o, ref) for o in outs),
+                    "same_on_every_rank": all(torch.equal(o, outs[0]) for o in outs),
+                    "own_pad_reset": pads_ok, "flags_delivered": delivered, "only_injected_flags_left": left})
+print(json.dumps(results))
+'''
+
+
+def test_triton_all_reduce_kernels_under_the_interpreter():
+    pytest.importorskip("triton")
+    env = {**os.environ, "TRITON_INTERPRET": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run([sys.executable, "-c", INTERPRETED, str(REPO / "notebooks")], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    results = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert len(results) == 5
+    for r in results:
+        tol = 1e-6 if "float32" in r["dtype"] else 2e-3  # fp16 output: one rounding of the fp32 sum
+        assert r["rel_err"] < tol, r
+        assert r["same_on_every_rank"], r
+        assert r["own_pad_reset"] and r["flags_delivered"] and r["only_injected_flags_left"], r
+
+
+def test_two_shot_refuses_a_size_the_world_does_not_divide():
+    ptrs = torch.zeros(3, dtype=torch.int64)
+    with pytest.raises(ValueError, match="divisible"):
+        cw.two_shot(ptrs, ptrs, 1000, torch.float32, 0)
+
+
+SM90 = r'''
+import json, re, sys
+sys.path.insert(0, sys.argv[1])
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+import collectives_workers as cw
+
+
+def ptx(fn, sig, consts, aligned):
+    sig = dict(sig) | {k: "constexpr" for k in consts}
+    attrs = {(fn.arg_names.index(a),): [["tt.divisibility", 16]] for a in aligned}  # as at 256 KiB and 128 MiB
+    return triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts, attrs=attrs),
+                          target=GPUTarget("cuda", 90, 32), options={"num_warps": 8}).asm["ptx"]
+
+
+out = {}
+for world in (2, 8):
+    one = ptx(cw.one_shot_kernel, {"buf_ptrs": "*i64", "pad_ptrs": "*i64", "out_ptr": "*bf16", "n": "i32", "rank": "i32"},
+              dict(WORLD=world, BLOCK=2048, SYNC=True), ["buf_ptrs", "pad_ptrs", "out_ptr", "n"])
+    two = ptx(cw.two_shot_kernel, {"buf_ptrs": "*i64", "pad_ptrs": "*i64", "chunk": "i32", "rank": "i32"},
+              dict(WORLD=world, BLOCK=2048, DTYPE=cw.tl.bfloat16, SYNC=True), ["buf_ptrs", "pad_ptrs", "chunk"])
+    for name, text in (("one", one), ("two", two)):
+        out[f"{name} {world}"] = {"atomics": sorted(set(re.findall(r"atom\.[\w.]+", text))),
+                                  "memory": sorted(set(re.findall(r"(?:ld|st)\.global[\w.]*", text)))}
+print(json.dumps(out))
+'''
+
+
+def test_the_kernels_compile_for_sm90_with_system_scope_flags_and_16_byte_accesses():
+    out = run_for_sm90(SM90, str(REPO / "notebooks"), TRITON_DEFAULT_FP_FUSION="1")
+    assert set(out) == {"one 2", "two 2", "one 8", "two 8"}
+    for name, found in out.items():
+        # the barrier: a release CAS into the peer's pad, an acquire CAS on our own, both at system scope
+        assert found["atomics"] == ["atom.global.acquire.sys.cas.b32", "atom.global.release.sys.cas.b32"], name
+        # the data: 16-byte loads and stores only (the pointer table is read with 8-byte loads)
+        assert set(found["memory"]) == {"ld.global.b64", "ld.global.v4.b32", "st.global.v4.b32"}, (name, found)
