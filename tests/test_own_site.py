@@ -358,7 +358,7 @@ def test_a_notebook_declares_its_gpus_and_the_hash_covers_its_worker_module(tmp_
                                                         "this machine has 1")
 
 
-TOPO = """\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID
+TOPO = """\x1b[4m\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\x1b[0m
 GPU0\t X \tNV18\t0-31\t0\t\tN/A
 GPU1\tNV18\t X \t0-31\t0\t\tN/A
 """

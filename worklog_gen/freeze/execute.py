@@ -229,7 +229,7 @@ def _record(rel: str, hashed: SourceHash, info: dict, mode: RunMode, out_dir: Pa
         **{k: info.get(k) for k in ("driver", "cuda", "sm_count", "memory_gib", "compute_capability",
                                     "torch", "triton", "python")},
         gpus=list(info.get("gpus") or []), gpus_used=gpus_used,
-        interconnect=info.get("interconnect") if gpus_used > 1 else None,
+        interconnect=_strip_ansi(info["interconnect"]) if gpus_used > 1 and info.get("interconnect") else None,
         nccl=info.get("nccl") if gpus_used > 1 else None,
         worklog_gen=__version__, kernel=kernel_name, wall_seconds=round(wall, 3),
         cells=[CellTiming(i, lines.get(i), round(s, 3)) for i, s in sorted(seconds.items())],

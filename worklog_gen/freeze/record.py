@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -205,6 +206,7 @@ def link_between(topology: str, a: int, b: int) -> str | None:
     bonded NVLinks), ``PCIe, one switch`` (``PIX``) ...; ``None`` when the matrix does not say."""
     rows = {}
     header: list[str] = []
+    topology = re.sub(r"\x1b\[[0-9;]*m", "", topology)  # nvidia-smi underlines the header on a terminal
     for line in topology.splitlines():
         cells = line.split()
         if cells and cells[0].startswith("GPU") and not header:
