@@ -201,7 +201,8 @@ def _when(stamp: str | None) -> str:
 
 def _device(record: FreezeRecord) -> str:
     if record.mode == "gpu":
-        return f"{record.gpu}, driver {record.driver or 'unknown'}, CUDA {record.cuda or 'unknown'}"
+        nccl = f", NCCL {record.nccl}" if record.gpus_used > 1 and record.nccl else ""
+        return f"{record.device_label}, driver {record.driver or 'unknown'}, CUDA {record.cuda or 'unknown'}{nccl}"
     if record.mode == "interpret":
         return "the CPU, under the Triton interpreter (`TRITON_INTERPRET=1`), not a GPU"
     return "the CPU (no GPU was found)"
