@@ -155,7 +155,7 @@ display(table(predicted, {"bytes": "bytes", "predicted_us": "µs", "predicted_bu
 # launches each call from Python, *graph* replays a CUDA graph that captured 20 calls. First,
 # each is checked against its definition, computed in float64 from every rank's random input.
 
-# %% tags=["hide-input"] summary="Run the workers: correctness of each collective (and, on GPUs, the sweep)"
+# %% tags=["hide-input", "hide-output"] summary="Run the workers: correctness of each collective (and, on GPUs, the sweep)"
 if GPU:
     checks = cw.run("check", WORLD)
     sweep = cw.run("sweep", WORLD, sizes=SIZES)
@@ -170,7 +170,7 @@ display(table(checks["rows"], {"op": "collective", "rel_err": "‖out − ref‖
               caption=f"{checks['backend']}, {checks['world']} ranks, float32 inputs, float64 reference"))
 assert all(r["rel_err"] < 1e-5 for r in checks["rows"]), checks["rows"]
 
-# %% tags=["hide-input"] summary="Bus bandwidth by size and collective"
+# %% tags=["hide-input", "hide-output"] summary="Bus bandwidth by size and collective: the tables"
 def by_size(rows, mode: str, value: str = "busbw"):
     """One row per size, a column per collective (``value`` of ``mode`` rows)."""
     out = {}
@@ -293,7 +293,7 @@ display(python_source(cw.two_shot_kernel))
 # float64 sum first, at 1,000,002 elements (each rank's half, 500,001, a multiple of no block),
 # inputs random, outputs poisoned with NaN.
 
-# %% tags=["hide-input"] summary="CPU: the kernels with simulated peers. GPU: the six all-reduces, checked and timed"
+# %% tags=["hide-input", "hide-output"] summary="CPU: the kernels with simulated peers. GPU: the six all-reduces, checked and timed (tables)"
 def simulated(kind: str, world: int = WORLD, n: int = 1001, dtype=torch.float32) -> float:
     """Rel. error of the ``kind`` kernel ("one" or "two") run rank after rank in this process."""
     n = n // world * world

@@ -21,6 +21,8 @@ raw HTML, so its links are final URLs (see :func:`worklog_gen.site.heatmap.heatm
 from __future__ import annotations
 
 import datetime as dt
+import html
+import json
 import posixpath
 import re
 from dataclasses import dataclass, field
@@ -220,7 +222,20 @@ def day_page(log: Worklog, index: int, ctx: SiteContext, same_day: Sequence[int]
     if after is not None:
         around.append(_day_link(after, src, ctx) + " →")
     parts.append("---\n\n" + " · ".join(around))
-    return "\n\n".join(parts) + "\n"
+    return page_meta(entry) + "\n\n".join(parts) + "\n"
+
+
+def page_meta(entry: Entry) -> str:
+    """The front matter of a post's page: its ``title``, made safe as HTML. Out of the nav, MkDocs
+    takes a page's title from its meta or its first heading, and themes put it into pages unescaped
+    (Material's ``<title>{{ page.title | striptags }}``, and ``striptags`` unescapes entities
+    again). So the title is HTML-escaped, and a zero-width space after each ``<`` of a ``</``
+    keeps ``</title>`` or ``</script>`` from ever closing an element. ``""`` for a day's page,
+    whose title is a date."""
+    if entry.kind != "post":
+        return ""
+    safe = html.escape(entry.title.replace("</", "<\u200b/"), quote=False)
+    return f"---\ntitle: {json.dumps(safe, ensure_ascii=False)}\n---\n\n"
 
 
 def entry_body(entry: Entry, src: str, ctx: SiteContext) -> str:
