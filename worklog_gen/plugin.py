@@ -22,7 +22,7 @@ from mkdocs.utils import get_build_datetime, get_relative_url, nest_paths
 
 from worklog_gen.config import WorklogConfig, check_config, read_mkdocs_yml
 from worklog_gen.log import Severity
-from worklog_gen.site import assets, settings
+from worklog_gen.site import assets, math, settings
 from worklog_gen.site.layout import FEED
 from worklog_gen.site.generate import GeneratedSite, generate, has_home, with_sections
 
@@ -86,6 +86,15 @@ class WorklogPlugin(BasePlugin[WorklogConfig]):
             config.nav = nest_paths(f.src_uri for f in pages if f.inclusion.is_in_nav() and f.src_uri not in site.files)
         config.nav, in_nav = with_sections(config.nav, site.sections)
         return in_nav
+
+    def on_page_content(self, content: str, /, *, page, config: MkDocsConfig, files: Files) -> str:
+        """Write each formula as MathML, so that math reads without JavaScript
+        (:func:`worklog_gen.site.math.page_mathml`); a formula it cannot convert stays TeX, with a warning."""
+        content, unconverted = math.page_mathml(content)
+        for formula in unconverted:
+            log.warning(f"{page.file.src_uri}: formula left as TeX, latex2mathml cannot convert it "
+                        f"({formula.error}): {formula.tex}")
+        return content
 
     def on_post_page(self, output: str, /, *, page, config: MkDocsConfig) -> str:
         """Advertise the feed in every page's ``<head>`` (feed readers look there)."""
