@@ -61,6 +61,8 @@
     // throwOnError: false shows a bad formula in red with KaTeX's message in its
     // title, instead of leaving the page's remaining math unrendered.
     katex.render(tex.text, el, { displayMode: tex.display, throwOnError: false });
+    // a11y.js checks again whether the formula's box now scrolls sideways
+    el.dispatchEvent(new CustomEvent("worklog:drawn", { bubbles: true }));
   }
 
   function render(el) {
