@@ -282,6 +282,9 @@ def test_home_page_countdown_streaks_and_timeline(make_entry, make_log):
     assert page.index("### December 2025") < page.index("[12 Dec 2025 · T-151](2025-12-12.md) — Four five six.")
     assert page.index("2025-12-12.md") < page.index("2025-12-09.md")  # newest first
     assert "](words-per-day.vega.svg)" in page and "[Atom feed](../feed.xml)" in page
+    same_day = home_page(make_log(entries), SiteContext(build_date=D("2025-12-12")))
+    assert "**Days left, as of the build date and the last entry 2025-12-12:** 151" in same_day
+    assert same_day.count("Days left") == 1  # the build date is the last entry's: one row
     files = home_files(make_log(entries, preamble=""), ctx)
     assert set(files) == {"worklog/words-per-day.vega.json", "worklog/words-per-day.vega.svg"}
     rows = json.loads(files["worklog/words-per-day.vega.json"])["layer"][0]["data"]["values"]

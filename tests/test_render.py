@@ -254,9 +254,9 @@ def test_kernels_page_tables_headlines_and_draws_one_roofline(project):
     # One section per topic: its heading, then device, date and state once, then its figures.
     alpha = page.markdown.split("### [Alpha](topics/alpha.md)")[1].split("### ")[0]
     assert f"{record(project, 'alpha').device_label}, {record(project, 'alpha').executed_at[:10]}, **fresh**" in alpha
-    alpha_row = next(line for line in alpha.split("\n") if "`alpha_sum_of_squares`" in line)
+    alpha_row = next(line for line in alpha.split("\n") if "| Sum of the squares below 10 |" in line)  # its label
     assert "| 285 |" in alpha_row
-    assert any("`beta_ratio`" in line and "| 0.75 | x |" in line for line in lines)
+    assert any("`beta_ratio`" in line and "| 0.750 | x |" in line for line in lines)
     assert "### [Gamma](topics/gamma.md)\n\nNot executed yet" in page.markdown
 
     svg = page.files["kernels/roofline.vega.svg"]
@@ -323,3 +323,22 @@ def test_the_results_table_keeps_the_order_the_notebook_recorded():
     assert table.index("| First |") < table.index("| Second |")
     assert "Measured on NVIDIA H100 80GB HBM3, 2026-11-25" in table
     assert results_table(record).index("| Second |") < results_table(record).index("| First |")  # no order: as held
+
+
+def test_headline_tables_name_figures_by_label_and_write_ratios_to_three_decimals():
+    from worklog_gen.freeze.record import FreezeRecord, Headline
+    from worklog_gen.freeze.render import headline_table, results_table
+
+    record = FreezeRecord(notebook="n.py", source_hash="0" * 64, executed_at="2026-11-25T00:00:00Z", mode="gpu",
+                          gpu="NVIDIA H100 80GB HBM3",
+                          headline={"fa_vs_best": Headline(0.9561337, "x", label="Forward against the fastest", goal=1.0),
+                                    "fa_vs_flash": Headline(1.6321560, "x"),
+                                    "frac": Headline(0.91263, "fraction", label="Fraction of the copy roof"),
+                                    "tflops": Headline(570.5275, "TFLOP/s", label="Forward, bf16")})
+    results = results_table(record)
+    assert "| Forward against the fastest | 0.956× | ≥ 1×, **missed** |" in results
+    assert "| `fa_vs_flash` | 1.632× |" in results and "| 0.913 fraction |" in results
+    assert "| Forward, bf16 | 570.5 TFLOP/s |" in results
+    kernels = headline_table(record)
+    assert "| Forward against the fastest | 0.956 | x |" in kernels and "`fa_vs_best`" not in kernels
+    assert "| `fa_vs_flash` | 1.632 | x |" in kernels  # no label: its name

@@ -178,7 +178,11 @@ def test_a_post_page_has_its_title_its_headings_below_it_tags_and_footnotes(shap
     # the post's own "# Why shuffles" and "## What I measured", one level under its title
     assert article.find("h2").get_text(strip=True).rstrip("¶") == "Why shuffles"
     assert article.find("h3").get_text(strip=True).rstrip("¶") == "What I measured"
-    assert article.find("div", class_="footnote") is not None  # [^1] rendered as a footnote
+    footnotes = article.find("div", class_="footnote")
+    assert footnotes is not None  # [^1] rendered as a footnote
+    # under the post's text, above the links to the previous and next pages (not at the page's end)
+    day_bar = next(p for p in article.find_all("p") if "←" in p.get_text() or "→" in p.get_text())
+    assert footnotes.sourceline < day_bar.sourceline and "Footnotes Go Here" not in article.get_text()
     tags = [a.get_text() for a in article.find_all("a") if "tags/" in a.get("href", "")]
     assert tags == ["cuda", "reductions", "learning-log"]
     tag_page = _html(shapes_site, "worklog/tags/index.html").find("article").get_text()

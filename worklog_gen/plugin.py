@@ -24,7 +24,7 @@ from mkdocs.utils import get_build_datetime, get_relative_url, nest_paths
 
 from worklog_gen.config import WorklogConfig, check_config, read_mkdocs_yml
 from worklog_gen.log import Severity
-from worklog_gen.site import assets, settings
+from worklog_gen.site import assets, math, settings
 from worklog_gen.site.layout import FEED
 from worklog_gen.site.sanitize import clean_html, drop_script_links
 from worklog_gen.site.generate import GeneratedSite, generate, has_home, with_sections
@@ -93,13 +93,21 @@ class WorklogPlugin(BasePlugin[WorklogConfig]):
         config.nav, in_nav = with_sections(config.nav, site.sections)
         return in_nav
 
-    def on_page_content(self, html: str, /, *, page, config: MkDocsConfig, files: Files) -> str:
+    def on_page_content(self, content: str, /, *, page, config: MkDocsConfig, files: Files) -> str:
         """A worklog page's HTML without links that run script, and sanitised with ``sanitize``
-        (:mod:`worklog_gen.site.sanitize`; the parser has warned at each link's file:line)."""
-        if page.file.src_uri not in self.worklog_pages:
-            return html
-        html, _ = drop_script_links(html)
-        return clean_html(html) if self.config.sanitize else html
+        (:mod:`worklog_gen.site.sanitize`; the parser has warned at each link's file:line); then,
+        on every page, each formula written as MathML so that math reads without JavaScript
+        (:func:`worklog_gen.site.math.page_mathml`); a formula it cannot convert stays TeX, with a
+        warning."""
+        if page.file.src_uri in self.worklog_pages:
+            content, _ = drop_script_links(content)
+            if self.config.sanitize:
+                content = clean_html(content)
+        content, unconverted = math.page_mathml(content)
+        for formula in unconverted:
+            log.warning(f"{page.file.src_uri}: formula left as TeX, latex2mathml cannot convert it "
+                        f"({formula.error}): {formula.tex}")
+        return content
 
     def on_post_page(self, output: str, /, *, page, config: MkDocsConfig) -> str:
         """Advertise the feed in every page's ``<head>`` (feed readers look there)."""

@@ -87,24 +87,41 @@ def number(value) -> str:
     return f"{value:,.0f}" if 1e4 <= abs(value) < 1e15 else f"{value:,.4g}"
 
 
-def _with_unit(value: float, unit: str) -> str:
+RATIO_UNITS = ("x", "fraction")
+"""Headline units that are ratios: a speed-up over a baseline, a fraction of a roof."""
+
+
+def figure(value, unit: str) -> str:
+    """A measured headline figure for a table: a ratio (:data:`RATIO_UNITS`) to 3 decimals
+    (``0.956``, ``1.632``, ``43.817``), so that a column of ratios reads alike and 0.998 is not
+    rounded up to a goal of 1; any other figure as :func:`number` writes it."""
+    if unit in RATIO_UNITS and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value:,.3f}"
+    return number(value)
+
+
+def _with_unit(value: float, unit: str, *, measured: bool = True) -> str:
+    """``value`` with its unit (``0.956×``, ``571 TFLOP/s``); a measured figure by :func:`figure`,
+    a goal (``measured=False``) as the author wrote it (:func:`number`)."""
+    text = figure(value, unit) if measured else number(value)
     if unit == "x":
-        return f"{number(value)}×"
-    return f"{number(value)} {table_cell(unit)}".strip()
+        return f"{text}×"
+    return f"{text} {table_cell(unit)}".strip()
 
 
 def _goal(h: Headline) -> str:
     if h.goal is None:
         return "—"
     verdict = "met" if h.met else "**missed**"
-    return f"{h.goal_op.replace('>=', '≥').replace('<=', '≤')} {_with_unit(h.goal, h.unit)}, {verdict}"
+    return f"{h.goal_op.replace('>=', '≥').replace('<=', '≤')} {_with_unit(h.goal, h.unit, measured=False)}, {verdict}"
 
 
 def headline_table(record: FreezeRecord) -> str:
-    """The record's headline figures as a markdown table: name, value, unit, how it was measured."""
+    """The record's headline figures as a markdown table: what each is (its label, else its
+    name), value (:func:`figure`), unit, how it was measured."""
     rows = ["| Figure | Value | Unit | Description |", "| --- | ---: | --- | --- |"]
-    rows += [f"| `{name}` | {number(h.value)} | {table_cell(h.unit)} | {table_cell(h.description)} |"
-             for name, h in sorted(record.headline.items())]
+    rows += [f"| {table_cell(h.label) if h.label else f'`{name}`'} | {figure(h.value, h.unit)} | {table_cell(h.unit)} "
+             f"| {table_cell(h.description)} |" for name, h in sorted(record.headline.items())]
     return "\n".join(rows)
 
 

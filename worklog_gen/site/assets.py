@@ -7,10 +7,13 @@ as mkdocs-jupyter and mkdocstrings add theirs) and by ``worklog-gen generate``, 
 
 - ``charts.js`` draws the Vega-Lite charts with the vendored ``vega/`` (vega 5.33, vega-lite 5.20,
   vega-embed 6.29; ``scripts/vendor_vega.sh``), loaded only as a chart comes near the viewport;
-- ``katex.js`` renders ``pymdownx.arithmatex`` (generic) output with the vendored ``katex/``
-  (``scripts/vendor_katex.sh``), loaded only on a page with math;
-- ``a11y.js`` names what Material's templates leave unnamed;
-- ``worklog.css`` styles charts, folds and data-dense tables, and fixes contrast.
+- ``katex.js`` typesets ``pymdownx.arithmatex`` (generic) output with the vendored ``katex/``
+  (``scripts/vendor_katex.sh``), loaded only on a page with math; without it the formulas are the
+  MathML the build wrote (:mod:`worklog_gen.site.math`);
+- ``a11y.js`` names what Material's templates leave unnamed, and makes every region that scrolls
+  sideways focusable and named;
+- ``worklog.css`` styles charts, folds and data-dense tables, fixes contrast in both palettes,
+  shows focus and the edges of what scrolls.
 
 Each script finds its libraries relative to its own URL, so the folder can live anywhere.
 """

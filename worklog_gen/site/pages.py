@@ -192,6 +192,8 @@ def day_page(log: Worklog, index: int, ctx: SiteContext, same_day: Sequence[int]
         else:
             parts += [f"## From {md_escape(e.source)}", f"*{written}*"]
         parts.append(body if body.strip() else "*No text in this entry.*")
+    if any(_FOOTNOTE.search(e.body) for e in group):  # footnotes under the text, above the links and the day bar
+        parts.append(FOOTNOTES_HERE)
     topic_ids = list(dict.fromkeys(t for e in group for t in ctx.entry_topics.get(e.slug, [])))
     links = [link for e in group for link in e.links]
     tasks = [t for e in group for t in e.tasks]
@@ -248,6 +250,12 @@ def entry_body(entry: Entry, src: str, ctx: SiteContext) -> str:
     return body
 
 
+FOOTNOTES_HERE = "///Footnotes Go Here///"
+"""Python-Markdown's footnotes extension writes the footnotes where this line stands (its
+``PLACE_MARKER`` option's default), instead of at the end of the page."""
+_FOOTNOTE = re.compile(r"^\[\^[^\]]+\]:", re.M)
+
+
 def _image_url(image: str, entry: Entry, page_src: str, ctx: SiteContext) -> str | None:
     """A figure's URL relative to its page: a URL as it is; a file found beside the entry's
     file (:func:`worklog_gen.log.shortcodes.find_image`) is published in the page's own folder at
@@ -279,10 +287,12 @@ def _countdown(log: Worklog, ctx: SiteContext) -> str:
         rows.append((which, f"{log.target_date:%A} {log.target_date.isoformat()}"))
         left = (log.target_date - ctx.build_date).days
         when = f"as of the build date {ctx.build_date.isoformat()}"
+        if last is not None and last.date == ctx.build_date:  # one row, not the same figure twice
+            when = f"as of the build date and the last entry {ctx.build_date.isoformat()}"
         rows.append(
             (f"Days left, {when}", str(left) if left >= 0 else f"target date passed {_days(-left)} ago")
         )
-        if last is not None:
+        if last is not None and last.date != ctx.build_date:
             rows.append(
                 (f"Days left, as of the last entry {last.date.isoformat()}", str((log.target_date - last.date).days))
             )

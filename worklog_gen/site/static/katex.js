@@ -1,4 +1,7 @@
-// Render arithmatex's generic output with the KaTeX vendored in katex/ beside this script.
+// Typeset arithmatex's generic output with the KaTeX vendored in katex/ beside this script.
+//
+// Without JavaScript the formulas already read: the build writes each one as MathML. KaTeX
+// only improves them (TeX's fonts and spacing), reading the TeX the MathML keeps.
 //
 // pymdownx.arithmatex (generic: true) turns $...$ into <span class="arithmatex">\(...\)</span>
 // and $$...$$ into <div class="arithmatex">\[...\]</div>. Only those elements are
@@ -36,21 +39,30 @@
     return loading;
   }
 
-  function renderOne(el) {
-    if (el.querySelector(".katex")) return; // already rendered
+  // The formula's TeX: the build writes each formula as MathML (worklog_gen/site/math.py), which
+  // the browser draws with no script, and keeps its TeX as the MathML's x-tex annotation; a
+  // formula the build could not convert is still its TeX between delimiters.
+  function texOf(el) {
+    var annotation = el.querySelector('annotation[encoding="application/x-tex"]');
+    if (annotation) return { text: annotation.textContent, display: el.tagName === "DIV" };
     var text = el.textContent.trim();
-    var display = el.tagName === "DIV";
     for (var i = 0; i < DELIMITERS.length; i++) {
       var d = DELIMITERS[i];
       if (text.startsWith(d[0]) && text.endsWith(d[1])) {
-        text = text.slice(d[0].length, text.length - d[1].length);
-        display = d[2];
-        break;
+        return { text: text.slice(d[0].length, text.length - d[1].length), display: d[2] };
       }
     }
+    return { text: text, display: el.tagName === "DIV" };
+  }
+
+  function renderOne(el) {
+    if (el.querySelector(".katex")) return; // already rendered
+    var tex = texOf(el);
     // throwOnError: false shows a bad formula in red with KaTeX's message in its
     // title, instead of leaving the page's remaining math unrendered.
-    katex.render(text, el, { displayMode: display, throwOnError: false });
+    katex.render(tex.text, el, { displayMode: tex.display, throwOnError: false });
+    // a11y.js checks again whether the formula's box now scrolls sideways
+    el.dispatchEvent(new CustomEvent("worklog:drawn", { bubbles: true }));
   }
 
   function render(el) {

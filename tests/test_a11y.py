@@ -1,0 +1,260 @@
+"""The site for every reader: WCAG 2.1 A and AA, the keyboard, a phone's width, no JavaScript.
+
+Reuses :mod:`test_browser`'s fixtures (a strict build of the project, served on 127.0.0.1, read
+by Debian's Chromium) and checks:
+
+* axe-core 4.10.3 (vendored in ``tests/axe/``, MPL-2.0) finds no violation of the rules tagged
+  WCAG 2.1 A and AA on every page of the site, in both palettes (Material's ``default`` and
+  ``slate``, chosen by the browser's ``prefers-color-scheme`` as a reader's system would), folds
+  closed and open, at 1280 x 900 and at a phone's 390 x 844: SC 1.4.3 contrast of 4.5:1, SC 2.1.1
+  keyboard (scrollable-region-focusable), names and roles, ...;
+* every region that scrolls sideways takes keyboard focus, has a name and shows that it scrolls,
+  and no tab stop is out of sight (Material's search results box, 0 px tall while search is
+  closed, was one);
+* a drawn chart fits its column by layout, its text at least 11 CSS px at 390 px wide, and without
+  JavaScript its SVG shows at its natural size (never shrunk);
+* with JavaScript off every formula is MathML (written at build time), no raw TeX.
+
+Each page is read as a reader would: every chart and formula brought into view so that it draws
+(charts.js and katex.js load as things come near), then checked.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from test_browser import (_CHARTS_DONE, _CHARTS_SETTLED, _READ_EVERYTHING, PHONE, TIMEOUT_MS, Site, _context,
+                          _open, _wait_for_charts, browser, site)  # noqa: F401 (fixtures)
+
+pytestmark = pytest.mark.browser
+
+AXE = Path(__file__).resolve().parent / "axe" / "axe.min.js"
+WCAG_21_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+"""axe-core's tags for the success criteria of WCAG 2.1 levels A and AA."""
+DESKTOP = {"width": 1280, "height": 900}
+MIN_CHART_FONT_PX = 11
+"""The smallest chart text, in CSS px, at a phone's width (charts.js's MIN_FONT_PX)."""
+
+
+def every_page(site: Site) -> list[str]:
+    """Every page of the build, as a path below the site's URL (``""``, ``"worklog/2026-11-21/"``)."""
+    pages = [p.parent.relative_to(site.root).as_posix() for p in site.root.rglob("index.html")]
+    return sorted(("" if p == "." else p + "/") for p in pages)
+
+
+def _read(page, problems: list[str], open_folds: bool) -> None:
+    """Open the folds (or not), bring every chart and formula into view so that they draw, and
+    wait until they have, and until a11y.js has looked at what now scrolls (a frame later)."""
+    page.evaluate(_READ_EVERYTHING, [open_folds, None])
+    _wait_for_charts(page, problems, _CHARTS_DONE if open_folds else _CHARTS_SETTLED)
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+
+
+# --- axe-core, WCAG 2.1 A and AA ----------------------------------------------------------
+
+_AXE_RUN = """async (tags) => {
+  const result = await axe.run(document, {runOnly: {type: "tag", values: tags}, resultTypes: ["violations"]});
+  return result.violations.map(v => ({rule: v.id, impact: v.impact, count: v.nodes.length,
+    nodes: v.nodes.slice(0, 3).map(n => `${n.target.join(" ")}: ${(n.failureSummary || "").split("\\n").slice(1, 2).join("")}`)}));
+}"""
+
+
+@pytest.mark.parametrize("folds", ["closed", "open"])
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280x900", "390x844"])
+def test_axe_finds_no_wcag_21_aa_violation_on_any_page(browser, site, viewport, scheme, folds):
+    """Every page of the site, in one palette, at one width, folds closed or open: no violation
+    of a WCAG 2.1 A or AA rule that axe-core checks."""
+    axe = AXE.read_text(encoding="utf-8")
+    context = browser.new_context(viewport=viewport, color_scheme=scheme)
+    context.set_default_timeout(TIMEOUT_MS)
+    context.route(lambda url: not url.startswith(site.url), lambda route: route.abort("blockedbyclient"))
+    found = {}
+    try:
+        for path in every_page(site):
+            page, problems = _open(context, site, path)
+            palette = page.evaluate("() => document.body.getAttribute('data-md-color-scheme')")
+            assert palette == ("slate" if scheme == "dark" else "default"), f"/{path}: palette {palette}"
+            _read(page, problems, folds == "open")
+            page.add_script_tag(content=axe)
+            violations = page.evaluate(_AXE_RUN, WCAG_21_AA)
+            if violations:
+                found[f"/{path}"] = violations
+            page.close()
+    finally:
+        context.close()
+    total = sum(v["count"] for vs in found.values() for v in vs)
+    assert not found, f"{total} axe violations ({scheme}, folds {folds}, {viewport['width']} px):\n" + \
+        json.dumps(found, indent=1)
+
+
+# --- the keyboard ---------------------------------------------------------------------------
+
+# Each element of the article that scrolls sideways: whether it takes focus, its role and name,
+# and whether it shows that it scrolls (the shadows of worklog.css: a background image).
+_SCROLLERS = """() => Array.from(document.querySelectorAll("article *")).filter(el => {
+    if (el.closest("svg, math")) return false;
+    const style = getComputedStyle(el);
+    return /(auto|scroll)/.test(style.overflowX) && el.clientWidth > 0 && el.scrollWidth > el.clientWidth + 1;
+  }).map(el => ({what: el.tagName.toLowerCase() + (el.className ? "." + String(el.className).trim().replace(/\\s+/g, ".") : ""),
+                 tabindex: el.tabIndex, role: el.getAttribute("role"), name: el.getAttribute("aria-label"),
+                 hint: getComputedStyle(el).backgroundImage !== "none"}))"""
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280x900", "390x844"])
+def test_every_region_that_scrolls_sideways_takes_focus_and_is_named(browser, site, viewport):
+    """WCAG 2.1 SC 2.1.1: a table, code block, formula or chart that scrolls sideways can be
+    scrolled from the keyboard (tabindex 0), says what it is (role region, a name that says it
+    scrolls) and shows an edge shadow. Topic pages (the widest content), folds open."""
+    context = _context(browser, site, viewport)
+    bad, seen = {}, 0
+    try:
+        for topic_id, notebook in site.topics:
+            if not notebook:
+                continue
+            page, problems = _open(context, site, f"topics/{topic_id}/")
+            _read(page, problems, True)
+            scrollers = page.evaluate(_SCROLLERS)
+            seen += len(scrollers)
+            wrong = [s for s in scrollers if s["tabindex"] < 0 or s["role"] != "region" or not s["name"]
+                     or "scrolls sideways" not in s["name"] or not s["hint"]]
+            if wrong:
+                bad[topic_id] = wrong
+            assert not problems, problems
+            page.close()
+    finally:
+        context.close()
+    assert not bad, json.dumps(bad, indent=1)
+    if viewport["width"] == PHONE["width"]:
+        assert seen > 0, "nothing scrolls sideways on a phone: the check checked nothing"
+
+
+def test_every_tab_stop_is_in_sight(browser, site):
+    """Tab through the first 40 stops of a topic page and of the home: each focused element has a
+    box (Material's search results box had a 0 px tall tab stop while search was closed) and a
+    visible focus indicator (SC 2.4.7)."""
+    topic = next(t for t, notebook in site.topics if notebook)
+    context = _context(browser, site, DESKTOP)
+    unseen = {}
+    try:
+        for path in ["", f"topics/{topic}/"]:
+            page, problems = _open(context, site, path)
+            for stop in range(40):
+                page.keyboard.press("Tab")
+                # a visually hidden radio (Material's palette toggle) shows its focus on the label after it
+                focused = page.evaluate("""() => { let el = document.activeElement;
+                  if (!el || el === document.body) return null;
+                  if (el.matches(".md-option") && el.nextElementSibling) el = el.nextElementSibling;
+                  const box = el.getBoundingClientRect(), style = getComputedStyle(el);
+                  return {what: el.outerHTML.slice(0, 120), width: box.width, height: box.height,
+                          visible: style.visibility === "visible",
+                          ring: style.outlineStyle !== "none" && parseFloat(style.outlineWidth) > 0
+                                || style.boxShadow !== "none" || style.textDecorationLine !== "none"}; }""")
+                if focused is None:
+                    continue
+                if not (focused["width"] > 0 and focused["height"] > 0 and focused["visible"] and focused["ring"]):
+                    unseen.setdefault(f"/{path}", []).append({"stop": stop + 1, **focused})
+            assert not problems, problems
+            page.close()
+    finally:
+        context.close()
+    assert not unseen, json.dumps(unseen, indent=1)
+
+
+# --- charts at a phone's width --------------------------------------------------------------
+
+# Each drawn chart: its box, its column, its SVG's drawn width against its own width (a scaled
+# chart would differ), and the smallest text in it in CSS px.
+_CHART_TEXT = """() => Array.from(document.querySelectorAll(".worklog-chart"), box => {
+  const svg = box.querySelector("svg.marks");
+  const scale = svg.getBoundingClientRect().width / svg.width.baseVal.value;
+  const sizes = Array.from(svg.querySelectorAll("text"))
+    .filter(t => t.textContent.trim() && t.getBoundingClientRect().height > 0)
+    .map(t => parseFloat(getComputedStyle(t).fontSize) * scale);
+  return {kind: box.dataset.kind, scale, width: svg.getBoundingClientRect().width, column: box.clientWidth,
+          smallest: Math.min(...sizes), texts: sizes.length};
+})"""
+
+
+def _chart_paths(site: Site) -> list[str]:
+    return [f"{site.prefix}/", *(["kernels/"] if any(n for _, n in site.topics) else []),
+            *(f"topics/{t}/" for t, n in site.topics if n)]
+
+
+def test_charts_fit_a_phone_by_layout_with_no_text_under_11_px(browser, site):
+    context = _context(browser, site, PHONE)
+    bad = {}
+    try:
+        for path in _chart_paths(site):
+            page, problems = _open(context, site, path)
+            _read(page, problems, True)
+            for chart in page.evaluate(_CHART_TEXT):
+                fits = chart["kind"] == "heatmap" or chart["width"] <= chart["column"] + 1  # the calendar scrolls
+                if chart["texts"] == 0 or chart["smallest"] < MIN_CHART_FONT_PX or abs(chart["scale"] - 1) > 0.01 \
+                        or not fits:
+                    bad.setdefault(f"/{path}", []).append(chart)
+            assert not problems, problems
+            page.close()
+    finally:
+        context.close()
+    assert not bad, json.dumps(bad, indent=1)
+
+
+def test_without_javascript_a_chart_shows_at_its_natural_size_and_scrolls_on_a_phone(browser, site):
+    context = browser.new_context(viewport=PHONE, color_scheme="light", java_script_enabled=False)
+    context.set_default_timeout(TIMEOUT_MS)
+    context.route(lambda url: not url.startswith(site.url), lambda route: route.abort("blockedbyclient"))
+    try:
+        for path in _chart_paths(site)[:2]:
+            page = context.new_page()
+            page.goto(site.url + path, wait_until="networkidle")
+            shown = page.evaluate("""async () => Promise.all(Array.from(
+                document.querySelectorAll('img[src$=".vega.svg"]'), async img => {
+                  img.scrollIntoView();
+                  try { await img.decode(); } catch (e) {}
+                  const p = img.parentElement;
+                  return {width: img.getBoundingClientRect().width, declared: img.width, column: p.clientWidth,
+                          scrolls: p.scrollWidth > p.clientWidth, overflow: getComputedStyle(p).overflowX};
+                }))""")
+            assert shown, f"{path}: no chart image"
+            for img in shown:
+                assert abs(img["width"] - img["declared"]) < 1, f"{path}: a chart image drawn at another size: {img}"
+                if img["width"] > img["column"]:
+                    assert img["scrolls"] and img["overflow"] == "auto", f"{path}: a wide chart does not scroll: {img}"
+            page.close()
+    finally:
+        context.close()
+
+
+# --- math without JavaScript ------------------------------------------------------------------
+
+def test_math_reads_without_javascript(browser, site):
+    """Every formula is MathML in the HTML (``worklog_gen.site.math``), drawn by the browser with
+    no script: a box of its own, its TeX only in the annotation, no raw ``\\(`` in the text (code aside)."""
+    with_math = [p for p in every_page(site) if "arithmatex" in (site.root / p / "index.html").read_text(encoding="utf-8")]
+    assert with_math, "no page has math; the check checks nothing"
+    context = browser.new_context(viewport=DESKTOP, color_scheme="light", java_script_enabled=False)
+    context.set_default_timeout(TIMEOUT_MS)
+    context.route(lambda url: not url.startswith(site.url), lambda route: route.abort("blockedbyclient"))
+    try:
+        for path in with_math:
+            page = context.new_page()
+            page.goto(site.url + path, wait_until="networkidle")
+            page.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true; })")
+            math = page.evaluate(r"""() => {
+              const formulas = Array.from(document.querySelectorAll(".arithmatex"));
+              return {count: formulas.length,
+                      mathml: formulas.filter(f => f.querySelector('math annotation[encoding="application/x-tex"]')).length,
+                      drawn: formulas.filter(f => { const m = f.querySelector("math");
+                                                    return m && m.getBoundingClientRect().width > 0; }).length,
+                      raw: Array.from(document.querySelectorAll("article p, article li, article td, article .arithmatex"))
+                        .filter(el => !el.closest("pre, code")).some(el => /\\\(|\\\[/.test(el.innerText))};
+            }""")
+            assert math["count"] > 0 and math["mathml"] == math["count"] == math["drawn"], f"/{path}: {math}"
+            assert not math["raw"], f"/{path}: raw TeX shows"
+            page.close()
+    finally:
+        context.close()

@@ -1,0 +1,52 @@
+"""Math without JavaScript (:mod:`worklog_gen.site.math`): arithmatex's TeX written as MathML."""
+
+from __future__ import annotations
+
+import re
+
+from worklog_gen.site.math import page_mathml, to_mathml
+
+
+def test_an_inline_formula_gets_its_mathml_and_keeps_its_tex():
+    page = '<p>Then <span class="arithmatex">\\(dV \\mathrel{+}= P^\\top dO\\)</span>.</p>'
+    out, failed = page_mathml(page)
+    assert not failed
+    assert "\\(" not in out
+    math = re.search(r'<span class="arithmatex">(<math display="inline">.*</math>)</span>', out).group(1)
+    assert '<annotation encoding="application/x-tex">dV \\mathrel{+}= P^\\top dO</annotation>' in math
+    assert "<msup><mi>P</mi><mo>⊤</mo></msup>" in math  # characters as themselves, not &#x022A4;
+    assert "<mo><mrow>" not in math  # \mathrel{+}: one <mo>, not an <mo> inside an <mo>
+    assert "xmlns" not in math
+
+
+def test_a_display_formula_is_a_block_and_markup_in_tex_stays_escaped():
+    page = '<div class="arithmatex">\\[\na &lt; b \\quad \\text{BLOCK\\_M}\n\\]</div>'
+    out, failed = page_mathml(page)
+    assert not failed
+    assert out.startswith('<div class="arithmatex"><math display="block"><semantics><mrow>')
+    assert "<mo>&lt;</mo>" in out and "<mtext>BLOCK_M</mtext>" in out
+    assert "a &lt; b \\quad \\text{BLOCK\\_M}</annotation>" in out
+
+
+def test_a_formula_that_cannot_be_converted_stays_tex_and_is_reported(monkeypatch):
+    import latex2mathml.converter
+
+    def refuse(tex, **kwargs):
+        raise NotImplementedError("\\unknowncommand")
+
+    monkeypatch.setattr(latex2mathml.converter, "convert", refuse)
+    page = '<p><span class="arithmatex">\\(\\unknowncommand x\\)</span></p>'
+    out, failed = page_mathml(page)
+    assert out == page
+    assert [(f.tex, f.error) for f in failed] == [("\\unknowncommand x", "NotImplementedError: \\unknowncommand")]
+
+
+def test_html_without_math_is_untouched():
+    page = "<p>A price of $5 and $6 is not math.</p>"
+    assert page_mathml(page) == (page, [])
+    assert to_mathml("x", display=False).startswith('<math display="inline"><semantics><mrow>')
+
+
+def test_a_command_latex2mathml_does_not_know_is_reported_not_drawn_as_a_name():
+    out, failed = page_mathml('<span class="arithmatex">\\(\\foo x\\)</span>')
+    assert "<math" not in out and [f.error for f in failed] == ["ValueError: unknown command \\foo"]
