@@ -204,9 +204,7 @@ def test_charts_fit_a_phone_by_layout_with_no_text_under_11_px(browser, site):
 
 
 def test_without_javascript_a_chart_shows_at_its_natural_size_and_scrolls_on_a_phone(browser, site):
-    context = browser.new_context(viewport=PHONE, color_scheme="light", java_script_enabled=False)
-    context.set_default_timeout(TIMEOUT_MS)
-    context.route(lambda url: not url.startswith(site.url), lambda route: route.abort("blockedbyclient"))
+    context = _context(browser, site, PHONE, javascript=False)
     try:
         for path in _chart_paths(site)[:2]:
             page = context.new_page()
@@ -236,9 +234,7 @@ def test_math_reads_without_javascript(browser, site):
     no script: a box of its own, its TeX only in the annotation, no raw ``\\(`` in the text (code aside)."""
     with_math = [p for p in every_page(site) if "arithmatex" in (site.root / p / "index.html").read_text(encoding="utf-8")]
     assert with_math, "no page has math; the check checks nothing"
-    context = browser.new_context(viewport=DESKTOP, color_scheme="light", java_script_enabled=False)
-    context.set_default_timeout(TIMEOUT_MS)
-    context.route(lambda url: not url.startswith(site.url), lambda route: route.abort("blockedbyclient"))
+    context = _context(browser, site, DESKTOP, javascript=False)
     try:
         for path in with_math:
             page = context.new_page()

@@ -133,9 +133,9 @@ def site(browser, tmp_path_factory):
         thread.join()
 
 
-def _context(browser, site: Site, viewport: dict):
-    """A fresh browser context (light scheme) that lets no request leave the site."""
-    context = browser.new_context(viewport=viewport, color_scheme="light")
+def _context(browser, site: Site, viewport: dict, javascript: bool = True):
+    """A fresh browser context (light scheme, JavaScript on or off) that lets no request leave the site."""
+    context = browser.new_context(viewport=viewport, color_scheme="light", java_script_enabled=javascript)
     context.set_default_timeout(TIMEOUT_MS)
     context.route(lambda url: not url.startswith(site.url), lambda route: route.abort("blockedbyclient"))
     return context
@@ -441,9 +441,7 @@ def test_palette_toggle_draws_the_charts_again_in_the_dark_scheme(browser, site)
 
 
 def test_without_javascript_the_static_svgs_show(browser, site):
-    context = browser.new_context(viewport=DESKTOP, color_scheme="light", java_script_enabled=False)
-    context.set_default_timeout(TIMEOUT_MS)
-    context.route(lambda url: not url.startswith(site.url), lambda route: route.abort("blockedbyclient"))
+    context = _context(browser, site, DESKTOP, javascript=False)
     try:
         for path in [f"{site.prefix}/", *_roofline_paths(site)]:
             page = context.new_page()
@@ -526,9 +524,7 @@ def _topic_paths(site: Site) -> list[str]:
 
 @pytest.mark.parametrize("javascript", [True, False], ids=["javascript", "no-javascript"])
 def test_folded_cells_are_closed_open_on_a_click_and_leave_their_output_in_view(browser, site, javascript):
-    context = browser.new_context(viewport=DESKTOP, color_scheme="light", java_script_enabled=javascript)
-    context.set_default_timeout(TIMEOUT_MS)
-    context.route(lambda url: not url.startswith(site.url), lambda route: route.abort("blockedbyclient"))
+    context = _context(browser, site, DESKTOP, javascript=javascript)
     try:
         for path in _topic_paths(site):
             page = context.new_page()

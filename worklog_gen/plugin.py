@@ -16,6 +16,7 @@ import html
 import os
 from pathlib import Path
 
+from mkdocs.config.config_options import ExtraScriptValue
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, event_priority, get_plugin_logger
@@ -30,6 +31,14 @@ from worklog_gen.site.sanitize import clean_html, drop_script_links
 from worklog_gen.site.generate import GeneratedSite, generate, has_home, with_sections
 
 log = get_plugin_logger(__name__)
+
+
+def _deferred(path: str) -> ExtraScriptValue:
+    """``<script src=path defer>``: run once the page is parsed (Material's bundle, which defines
+    ``document$``, has run by then), so the scripts never hold up the first paint."""
+    script = ExtraScriptValue(path)
+    script.defer = True
+    return script
 
 
 class WorklogPlugin(BasePlugin[WorklogConfig]):
@@ -50,7 +59,8 @@ class WorklogPlugin(BasePlugin[WorklogConfig]):
         self.nav_configured = config.nav is not None
         settings.merge_extensions(config.markdown_extensions, config.mdx_configs)
         config.extra_css[:0] = [p for p in assets.stylesheet_paths() if p not in config.extra_css]
-        config.extra_javascript[:0] = [p for p in assets.script_paths() if p not in map(str, config.extra_javascript)]
+        config.extra_javascript[:0] = [_deferred(p) for p in assets.script_paths()
+                                       if p not in map(str, config.extra_javascript)]
         theme = read_mkdocs_yml(path).get("theme") if path and Path(path).is_file() else None
         if not (isinstance(theme, dict) and "font" in theme):
             config.theme["font"] = False
