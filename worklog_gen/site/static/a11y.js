@@ -47,7 +47,7 @@
 
   // ": <the nearest heading above el>", or "" when there is none.
   function headingBefore(el) {
-    var headings = document.querySelectorAll("article h1, article h2, article h3, article h4");
+    var headings = headingsNow || document.querySelectorAll("article h1, article h2, article h3, article h4");
     var found = null;
     for (var i = 0; i < headings.length; i++) {
       if (headings[i].compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING) found = headings[i];
@@ -58,8 +58,8 @@
     return text ? " under " + text : "";
   }
 
-  function mark(el) {
-    var scrolls = el.scrollWidth > el.clientWidth + 1 && el.clientWidth > 0;
+  // scrolls: whether el is wider than its box, measured by markAll before anything is written
+  function mark(el, scrolls) {
     var marked = el.dataset.worklogScroll !== undefined;
     if (scrolls && !marked) {
       // remember what Material or the page set, to give it back when the region fits again
@@ -81,8 +81,16 @@
     }
   }
 
+  var headingsNow = null; // the page's headings, during one markAll
+
+  // Every width is read first, then every attribute written: reads and writes in turn would make
+  // the browser lay the page out again for each region (hundreds of code blocks on a topic page).
   function markAll() {
-    Array.prototype.forEach.call(document.querySelectorAll(REGIONS), mark);
+    var regions = Array.prototype.slice.call(document.querySelectorAll(REGIONS));
+    var scrolls = regions.map(function (el) { return el.scrollWidth > el.clientWidth + 1 && el.clientWidth > 0; });
+    headingsNow = document.querySelectorAll("article h1, article h2, article h3, article h4");
+    regions.forEach(function (el, i) { mark(el, scrolls[i]); });
+    headingsNow = null;
   }
 
   function breakLongNames() {
