@@ -78,9 +78,8 @@ class WorklogPlugin(BasePlugin[WorklogConfig]):
             (log.warning if message.level is Severity.WARNING else log.info)(message.text)
         in_nav = self._nav(config, files, site)
         self.generated = site.files
-        # the pages that hold the author's text (the worklog section's, the home at the root too)
-        self.worklog_pages = {src for section in site.sections[:1] for src in section.srcs} | {
-            src for src in site.pages if src.startswith(self.config.url_prefix.strip("/") + "/")}
+        # the pages that hold the author's text: the worklog section's (the home at the root too)
+        self.worklog_pages = site.sections[0].srcs
         for src, content in site.files.items():
             if files.get_file_from_path(src) is not None:
                 raise PluginError(f"worklog: docs/{src} clashes with a page the worklog plugin generates")
