@@ -20,18 +20,20 @@
 # as three operations it is bound by memory; FlashAttention (Dao et al.,
 # [arXiv:2205.14135](https://arxiv.org/abs/2205.14135); FlashAttention-2,
 # [arXiv:2307.08691](https://arxiv.org/abs/2307.08691)) fuses them into one kernel bound by the
-# tensor cores. This page builds that kernel in Triton, forward and backward, and holds it
-# against every attention backend of `torch.nn.functional.scaled_dot_product_attention`.
+# tensor cores. This page builds the forward kernel in Triton and holds it against every attention
+# backend of `torch.nn.functional.scaled_dot_product_attention`; the
+# [backward pass](flash-attention-backward.md) is the next topic, and imports these kernels.
+# The cells it imports are tagged `forward`.
 #
 # You will learn:
 #
 # - why naive attention is bound by memory, and how the online softmax of the
 #   [online softmax](online-softmax.md) topic removes the traffic;
 # - what warp specialization and a persistent schedule do on Hopper, and the form Triton 3.6 needs;
-# - how the backward pass recomputes the attention weights from one saved number per query;
+# - why the kernel saves one number per query, the log-sum-exp, for the backward pass;
 # - how far a Triton kernel gets against cuDNN and FlashAttention-2, and what the gap is made of.
 
-# %% tags=["hide-input"] summary="Imports and settings"
+# %% tags=["hide-input", "forward"] summary="Imports and settings"
 import math
 
 import torch
@@ -39,7 +41,7 @@ import triton
 import triton.language as tl
 from IPython.display import display
 
-from worklog_gen.kit.attention import backward_only, flex_attention, sdpa, sdpa_backends
+from worklog_gen.kit.attention import flex_attention, sdpa, sdpa_backends
 from worklog_gen.kit.charts import benchmark_chart, roofline_chart
 from worklog_gen.kit.compiler import compiler_output_kept, failed_pass
 from worklog_gen.kit.markdown import prose, table
@@ -68,7 +70,6 @@ def scratch(size: int, alignment: int, stream) -> torch.Tensor:
 torch.manual_seed(0)
 if GPU:
     triton.set_allocator(scratch)
-    print(gpu_info())
 
 # %% [markdown]
 # ## 1. Napkin math, and the prediction
@@ -83,11 +84,9 @@ if GPU:
 # **Prediction, written before measuring.** The naive version runs out of memory past
 # N = 32k. A plain Triton kernel with tuned blocks should reach about half of the measured bf16
 # roof; torch's flash backend (FlashAttention-2, written before Hopper's `wgmma`) should be
-# behind it, and cuDNN's Hopper kernels ahead of both. The backward pass does 2.5 times the
-# forward's FLOPs (five matmuls to two, the papers' count) with more traffic per FLOP, so it
-# should reach a lower fraction of the roof than the forward.
+# behind it, and cuDNN's Hopper kernels ahead of both.
 
-# %% tags=["hide-input"] summary="FLOPs, bytes and the measured roofs"
+# %% tags=["hide-input", "forward"] summary="FLOPs and bytes"
 def attention_flops(batch: int, heads: int, n: int, d: int, causal: bool) -> float:
     """4 B H N^2 d (two matmuls of 2 N^2 d each per head), halved under a causal mask."""
     return 4 * batch * heads * n * n * d / (2 if causal else 1)
@@ -100,6 +99,7 @@ def attention_bytes(batch: int, heads: int, n: int, d: int, itemsize: int = 2, n
     return elems * itemsize
 
 
+# %% tags=["hide-input"] summary="The napkin figures, and the measured roofs"
 n, d = 8192, 128
 b, h = TOKENS // (HEADS[d] * n), HEADS[d]
 napkin = [{"version": "naive" if naive else "fused", "TFLOP": attention_flops(b, h, n, d, False) / 1e12,
@@ -108,6 +108,7 @@ napkin = [{"version": "naive" if naive else "fused", "TFLOP": attention_flops(b,
           for naive in (False, True)]
 ceilings = None
 if GPU:
+    print(gpu_info())
     ceilings = measure_ceilings()
     save_data("ceilings", ceilings.to_dict())
 display(table(napkin, formats={"TFLOP": ".2f", "GB": ".2f", "FLOP/byte": ".0f"},
@@ -121,7 +122,7 @@ display(table(napkin, formats={"TFLOP": ".2f", "GB": ".2f", "FLOP/byte": ".0f"},
 # The reference everything is checked against, and the memory problem that motivates the rest:
 # $S$ and $P$ are $B \cdot H \cdot N^2$ numbers each.
 
-# %%
+# %% tags=["forward"]
 def naive_attention(q, k, v, causal: bool, lse: bool = False):
     """softmax(Q K^T / sqrt(d)) V with S and P materialised; q, k, v (B, H, N, d). With ``lse``,
     also log2 of each row's sum of exp(S) (B, H, N), fp32: what the fused kernel saves."""
@@ -177,7 +178,7 @@ if GPU:
 #
 # **Version 1: pointers.** Every thread computes addresses and issues its own loads.
 
-# %% tags=["hide-input"] summary="The online-softmax step that every version shares, and version 1"
+# %% tags=["hide-input", "forward"] summary="The online-softmax step that every version shares, and version 1"
 @triton.jit
 def _online_softmax_step(acc, l_i, m_i, s, v, qk_scale):
     """One key block of the online softmax. s: (BLOCK_M, BLOCK_N) fp32 scores, unscaled, masked ones
@@ -254,7 +255,7 @@ def attention_fwd_pointers(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr,  # (B*H, N, HEAD
 # **adds the mask through the dot**: `tl.dot(q, k.T, acc)` starts from `acc`, here -1e30 above the
 # diagonal times a flag that is 1 only at `start_n == q0`, one multiply per score.
 
-# %%
+# %% tags=["forward"]
 @triton.jit
 def _keys_tma(acc, l_i, m_i, q, k_desc, v_desc, q0, lo, hi, n, qk_scale, BLOCK_M: tl.constexpr,
               BLOCK_N: tl.constexpr, CAUSAL_MASK: tl.constexpr, BOUNDS_MASK: tl.constexpr,
@@ -326,7 +327,7 @@ def attention_fwd_tma(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, qk_scale, n,  # as at
 # version 2, with no launch in between: the loading warps fetch the next tile while the consumers
 # still write the last one's $O$, so each tile's prologue and epilogue hide behind a neighbour's.
 
-# %%
+# %% tags=["forward"]
 @triton.jit
 def attention_fwd_persistent(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, qk_scale, n, bh_total,  # as version 2; B*H
                              HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
@@ -340,7 +341,7 @@ def attention_fwd_persistent(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, qk_scale, n, b
                   CAUSAL, EVEN_N, NUM_STAGES, WARP_SPECIALIZE, ADDITIVE_MASK)
 
 
-# %% tags=["hide-input"] summary="The launcher: checks, the output and log-sum-exp, the grid"
+# %% tags=["hide-input", "forward"] summary="The launcher: checks, the output and log-sum-exp, the grid"
 def attention_forward(q, k, v, causal: bool = False, *, version: str = "tma", BLOCK_M: int = 128,
                       BLOCK_N: int = 64, num_warps: int = 4, num_stages: int = 2, warp_specialize: bool = False,
                       reverse: bool = False, additive_mask: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
@@ -645,26 +646,34 @@ if GPU:
     shape = f"B={b} H={h} N={n} d={d}"
     full, causal_pair = pairs["bf16", False, "sdpa flash"], pairs["bf16", True, "sdpa flash"]
     best_pair, fp16_pair = pairs["bf16", False, fastest], pairs["fp16", False, "sdpa flash"]
+    peer = {r["mask"]: r["TFLOP/s"] for r in step_rows if r["version"].startswith("peer")}
+
+    def ran(causal: bool) -> str:  # the peers' figures from this run's sweep and steps
+        return (f"this run: {fastest} {at[fastest, causal]['tflops']:.0f}, "
+                f"FlexAttention {peer['causal' if causal else 'none']:.0f} TFLOP/s")
+
     headline("fa_fwd_tflops", tflops(flops_full, full.candidate_ms), "TFLOP/s",
              f"4BHN^2d / median paired time, bf16, {shape}, not causal; config {label(BEST[d, False])}",
-             label="Forward, bf16", goal=560, baseline="the public Triton fused-attention kernel's 545 (issue #23)")
+             label="Forward, bf16", goal=560, baseline=ran(False))
     headline("fa_fwd_causal_tflops", tflops(flops_causal, causal_pair.candidate_ms), "TFLOP/s",
              f"2BHN^2d / median paired time, bf16, {shape}, causal; config {label(BEST[d, True])}",
-             label="Forward, bf16, causal", goal=500, baseline="the public Triton kernel's 482 (issue #23)")
+             label="Forward, bf16, causal", goal=500, baseline=ran(True))
     headline("fa_fwd_fp16_tflops", tflops(flops_full, fp16_pair.candidate_ms), "TFLOP/s",
              f"as fa_fwd_tflops in fp16, paired with SDPA flash in fp16; spread {fp16_pair.spread()}",
-             label="Forward, fp16", goal=529, baseline="the public Triton kernel's 529 (issue #23)")
+             label="Forward, fp16", goal=529,
+             baseline=f"SDPA flash in fp16, this run: {tflops(flops_full, fp16_pair.baseline_ms):.0f} TFLOP/s")
     headline("fa_fwd_vs_sdpa_flash", full.ratio, "x",
              f"median of {ROUNDS} paired rounds, SDPA FLASH_ATTENTION time / Triton time, bf16, {shape}, not causal; "
              f"spread {full.spread()}", label="Forward against FlashAttention-2", goal=1.2,
-             baseline="SDPA flash (FlashAttention-2), paired")
+             baseline=f"SDPA flash (FlashAttention-2), paired: {tflops(flops_full, full.baseline_ms):.0f} TFLOP/s")
     headline("fa_fwd_causal_vs_sdpa_flash", causal_pair.ratio, "x",
              f"as fa_fwd_vs_sdpa_flash, causal; spread {causal_pair.spread()}",
-             label="Forward against FlashAttention-2, causal", goal=1.2, baseline="SDPA flash, causal, paired")
+             label="Forward against FlashAttention-2, causal", goal=1.2,
+             baseline=f"SDPA flash, causal, paired: {tflops(flops_causal, causal_pair.baseline_ms):.0f} TFLOP/s")
     headline("fa_fwd_vs_sdpa_best", best_pair.ratio, "x",
              f"against the fastest backend of the sweep at this shape ({fastest}), not causal; "
-             f"spread {best_pair.spread()}", label="Forward against the fastest backend", goal=0.95,
-             baseline=f"{fastest}, paired")
+             f"spread {best_pair.spread()}", label="Forward against the fastest backend", goal=1.0,
+             baseline=f"{fastest}, paired: {tflops(flops_full, best_pair.baseline_ms):.0f} TFLOP/s")
     display(table([{"pair": f"{dt} {'causal' if c else 'not causal'} against {name}", "ratio": p.ratio,
                     "spread": p.spread(), "backend ms": p.baseline_ms, "Triton ms": p.candidate_ms}
                    for (dt, c, name), p in pairs.items()],
@@ -694,262 +703,10 @@ if GPU:
                   caption="means of two runs each; % of dense peak: FLOP per SM per clock over the tensor cores' 4096"))
 
 # %% [markdown]
-# ## 9. The backward pass
+# ## 9. Roofline
 #
-# Training needs $dQ, dK, dV$ from $dO$. FlashAttention-2's backward never stores $P$ either: it
-# recomputes it, block by block, from the log-sum-exp the forward saved, $P = 2^{S c - \text{lse}}$,
-# one number per query instead of $N$. With $\Delta_i = \sum_j dO_{ij} O_{ij}$ (a first, small
-# kernel), the rest is five matmuls per block: $S = QK^\top$ again, $dV \mathrel{+}= P^\top dO$,
-# $dP = dO\,V^\top$, $dS = P \circ (dP - \Delta)$, and then $dK \mathrel{+}= dS^\top Q$ and
-# $dQ \mathrel{+}= dS\,K$. Two kernels split the work so that no program writes another's rows:
-# one program per block of **keys** loops over the queries and accumulates $dK, dV$; one per
-# block of **queries** loops over the keys and accumulates $dQ$. The FlashAttention papers count
-# 2.5 times the forward's FLOPs for it, and so does this page.
-
-# %%
-@triton.jit
-def attention_bwd_delta(o_ptr, do_ptr, delta_ptr, n, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr):
-    """delta (B*H, N) = rowsum(O * dO), fp32."""
-    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)  # (BLOCK_M,)
-    bh = tl.program_id(1).to(tl.int64)
-    ptrs = bh * n * HEAD_DIM + offs_m[:, None] * HEAD_DIM + tl.arange(0, HEAD_DIM)[None, :]  # (BLOCK_M, HEAD_DIM)
-    o = tl.load(o_ptr + ptrs, mask=offs_m[:, None] < n, other=0.0).to(tl.float32)
-    do = tl.load(do_ptr + ptrs, mask=offs_m[:, None] < n, other=0.0).to(tl.float32)
-    tl.store(delta_ptr + bh * n + offs_m, tl.sum(o * do, 1), mask=offs_m < n)
-
-
-@triton.jit
-def _dkdv_over_queries(dk, dv, k, v, q_desc, do_desc, lse_ptr, delta_ptr, offs_n, lo, hi, n, qk_scale,
-                       BLOCK_M: tl.constexpr, MASK: tl.constexpr, NUM_STAGES: tl.constexpr):
-    for start_m in tl.range(lo, hi, BLOCK_M, num_stages=NUM_STAGES):
-        offs_m = start_m + tl.arange(0, BLOCK_M)  # (BLOCK_M,)
-        q = q_desc.load([start_m, 0])  # (BLOCK_M, HEAD_DIM); rows past n are zeros, and add nothing
-        lse = tl.load(lse_ptr + offs_m, mask=offs_m < n, other=0.0)
-        p_t = tl.math.exp2(tl.dot(k, q.T) * qk_scale - lse[None, :])  # (BLOCK_N, BLOCK_M): P, transposed
-        if MASK:  # keys after the query
-            p_t = tl.where(offs_m[None, :] >= offs_n[:, None], p_t, 0.0)
-        do = do_desc.load([start_m, 0])  # (BLOCK_M, HEAD_DIM)
-        dv = tl.dot(p_t.to(do.dtype), do, dv)  # dV += P^T dO
-        delta = tl.load(delta_ptr + offs_m, mask=offs_m < n, other=0.0)
-        ds_t = p_t * (tl.dot(v, do.T) - delta[None, :])  # dS^T = P^T o (dP^T - delta)
-        dk = tl.dot(ds_t.to(q.dtype), q, dk)  # dK += dS^T Q
-    return dk, dv
-
-
-@triton.jit
-def attention_bwd_dkdv(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr, sm_scale, qk_scale, n,
-                       HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
-                       NUM_STAGES: tl.constexpr):
-    start_n = tl.program_id(0) * BLOCK_N
-    bh = tl.program_id(1).to(tl.int64)
-    head = bh * n * HEAD_DIM
-    q_desc = tl.make_tensor_descriptor(q_ptr + head, [n, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_M, HEAD_DIM])
-    do_desc = tl.make_tensor_descriptor(do_ptr + head, [n, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_M, HEAD_DIM])
-    k_desc = tl.make_tensor_descriptor(k_ptr + head, [n, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
-    v_desc = tl.make_tensor_descriptor(v_ptr + head, [n, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
-    offs_n = start_n + tl.arange(0, BLOCK_N)  # (BLOCK_N,)
-    k, v = k_desc.load([start_n, 0]), v_desc.load([start_n, 0])  # (BLOCK_N, HEAD_DIM) each
-    dk = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
-    dv = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
-    lse_ptr, delta_ptr = lse_ptr + bh * n, delta_ptr + bh * n
-    lo = start_n if CAUSAL else 0  # queries before the keys see none of them
-    if CAUSAL:  # the first BLOCK_N queries cross the diagonal: masked
-        dk, dv = _dkdv_over_queries(dk, dv, k, v, q_desc, do_desc, lse_ptr, delta_ptr, offs_n, lo, lo + BLOCK_N,
-                                    n, qk_scale, BLOCK_M, True, NUM_STAGES)
-        lo += BLOCK_N
-    dk, dv = _dkdv_over_queries(dk, dv, k, v, q_desc, do_desc, lse_ptr, delta_ptr, offs_n, lo, n, n, qk_scale,
-                                BLOCK_M, False, NUM_STAGES)
-    dk_desc = tl.make_tensor_descriptor(dk_ptr + head, [n, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
-    dv_desc = tl.make_tensor_descriptor(dv_ptr + head, [n, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
-    dk_desc.store([start_n, 0], (dk * sm_scale).to(dk_desc.dtype))
-    dv_desc.store([start_n, 0], dv.to(dv_desc.dtype))
-
-
-# %%
-@triton.jit
-def _dq_over_keys(dq, q, do, lse, delta, k_desc, v_desc, offs_m, lo, hi, qk_scale,
-                  BLOCK_N: tl.constexpr, MASK: tl.constexpr, NUM_STAGES: tl.constexpr):
-    for start_n in tl.range(lo, hi, BLOCK_N, num_stages=NUM_STAGES):
-        k, v = k_desc.load([start_n, 0]), v_desc.load([start_n, 0])  # (BLOCK_N, HEAD_DIM); past n: zeros
-        p = tl.math.exp2(tl.dot(q, k.T) * qk_scale - lse[:, None])  # (BLOCK_M, BLOCK_N)
-        if MASK:
-            p = tl.where(offs_m[:, None] >= (start_n + tl.arange(0, BLOCK_N))[None, :], p, 0.0)
-        ds = p * (tl.dot(do, v.T) - delta[:, None])  # dS = P o (dO V^T - delta)
-        dq = tl.dot(ds.to(k.dtype), k, dq)  # dQ += dS K
-    return dq
-
-
-@triton.jit
-def attention_bwd_dq(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, sm_scale, qk_scale, n,
-                     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
-                     NUM_STAGES: tl.constexpr):
-    start_m = tl.program_id(0) * BLOCK_M
-    bh = tl.program_id(1).to(tl.int64)
-    head = bh * n * HEAD_DIM
-    q_desc = tl.make_tensor_descriptor(q_ptr + head, [n, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_M, HEAD_DIM])
-    do_desc = tl.make_tensor_descriptor(do_ptr + head, [n, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_M, HEAD_DIM])
-    k_desc = tl.make_tensor_descriptor(k_ptr + head, [n, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
-    v_desc = tl.make_tensor_descriptor(v_ptr + head, [n, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
-    offs_m = start_m + tl.arange(0, BLOCK_M)  # (BLOCK_M,)
-    q, do = q_desc.load([start_m, 0]), do_desc.load([start_m, 0])  # (BLOCK_M, HEAD_DIM)
-    lse = tl.load(lse_ptr + bh * n + offs_m, mask=offs_m < n, other=0.0)
-    delta = tl.load(delta_ptr + bh * n + offs_m, mask=offs_m < n, other=0.0)
-    dq = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
-    hi = start_m if CAUSAL else n  # keys below the diagonal block: no mask
-    dq = _dq_over_keys(dq, q, do, lse, delta, k_desc, v_desc, offs_m, 0, hi, qk_scale, BLOCK_N, False, NUM_STAGES)
-    if CAUSAL:
-        dq = _dq_over_keys(dq, q, do, lse, delta, k_desc, v_desc, offs_m, hi, tl.minimum(hi + BLOCK_M, n), qk_scale,
-                           BLOCK_N, True, NUM_STAGES)
-    dq_desc = tl.make_tensor_descriptor(dq_ptr + head, [n, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_M, HEAD_DIM])
-    dq_desc.store([start_m, 0], (dq * sm_scale).to(dq_desc.dtype))
-
-
-# %% tags=["hide-input"] summary="The launcher, and torch.autograd.Function so that loss.backward() works"
-# (BLOCK_M, BLOCK_N, num_warps, num_stages) of each kernel; for the causal diagonal, the dK/dV kernel's
-# BLOCK_N is a multiple of its BLOCK_M, and the dQ kernel's BLOCK_M of its BLOCK_N; tuned below
-BWD_CFG = {"dkdv": (64, 128, 8, 2), "dq": (128, 64, 8, 2)} if GPU else {"dkdv": (16, 32, 4, 1), "dq": (32, 16, 4, 1)}
-
-
-def attention_backward(q, k, v, o, lse, do, causal: bool, *, dkdv=None, dq=None):
-    """dQ, dK, dV (B, H, N, d) like q, from the forward's O and log-sum-exp (:func:`attention_forward`)
-    and dO; ``dkdv`` and ``dq`` are (BLOCK_M, BLOCK_N, num_warps, num_stages) of each kernel."""
-    B, H, N, D = q.shape
-    do = do.contiguous()
-    delta = torch.empty((B, H, N), device=q.device, dtype=torch.float32)
-    attention_bwd_delta[(triton.cdiv(N, 64), B * H)](o, do, delta, N, HEAD_DIM=D, BLOCK_M=64)
-    dq_, dk_, dv_ = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-    scale = 1 / math.sqrt(D)
-    args = (q, k, v, do, lse, delta)
-    bm, bn, w, s = dkdv or BWD_CFG["dkdv"]
-    attention_bwd_dkdv[(triton.cdiv(N, bn), B * H)](*args, dk_, dv_, scale, scale * math.log2(math.e), N, HEAD_DIM=D,
-                                                   BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal, NUM_STAGES=s, num_warps=w)
-    bm, bn, w, s = dq or BWD_CFG["dq"]
-    attention_bwd_dq[(triton.cdiv(N, bm), B * H)](*args, dq_, scale, scale * math.log2(math.e), N, HEAD_DIM=D,
-                                                 BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal, NUM_STAGES=s, num_warps=w)
-    return dq_, dk_, dv_
-
-
-class FlashAttention(torch.autograd.Function):
-    """softmax(Q K^T / sqrt(d)) V with this page's kernels, forward and backward."""
-
-    @staticmethod
-    def forward(ctx, q, k, v, causal: bool):
-        q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
-        o, lse = flash_forward(q, k, v, causal)
-        ctx.save_for_backward(q, k, v, o, lse)
-        ctx.causal = causal
-        return o
-
-    @staticmethod
-    def backward(ctx, do):
-        if GPU:  # autograd runs the backward on a thread of its own, which has no allocator yet
-            triton.set_allocator(scratch)
-        return (*attention_backward(*ctx.saved_tensors, do, ctx.causal, **BWD_CFG.get(ctx.causal, {})), None)
-
-
-def flash_attention(q, k, v, causal: bool = False) -> torch.Tensor:
-    """Differentiable attention: ``flash_attention(q, k, v).sum().backward()`` fills q.grad, k.grad, v.grad."""
-    return FlashAttention.apply(q, k, v, causal)
-
-
-# %% [markdown]
-# **Correctness.** `loss.backward()` through `flash_attention`, against autograd through naive
-# attention in fp32 on the same inputs: bf16 and fp16 (fp32 under the interpreter), head_dim 64
-# and 128, causal and not, ragged N. The table gives the worst relative error of the three gradients.
-
-# %% tags=["hide-cell"] summary="Check the gradients against autograd through naive attention"
-grad_rows = []
-for dtype in DTYPES:
-    for d in (64, 128):
-        for causal in (False, True):
-            row = {"dtype": DTYPE_NAME[dtype], "d": d, "causal": causal}
-            for n in CHECK_N:
-                q, k, v = (torch.randn(1, 2, n, d, device=DEVICE, dtype=dtype).requires_grad_() for _ in range(3))
-                do = torch.randn(1, 2, n, d, device=DEVICE, dtype=dtype)
-                qf, kf, vf = (t.detach().float().requires_grad_() for t in (q, k, v))
-                naive_attention(qf, kf, vf, causal).backward(do.float())
-                flash_attention(q, k, v, causal).backward(do)
-                worst = max(((g.grad.float() - r.grad).norm() / r.grad.norm().clamp_min(1e-30)).item()
-                            for g, r in ((q, qf), (k, kf), (v, vf)))
-                assert worst < TOL[dtype] or n == 1, f"{row} N={n}: gradient relative error {worst:.2e}"
-                row[f"N={n}"] = worst
-            grad_rows.append(row)
-save_data("gradients.csv", grad_rows)
-display(table(grad_rows, formats={f"N={n}": ".1e" for n in CHECK_N},
-              caption="worst relative error of dQ, dK, dV against autograd through fp32 naive attention"
-                      + ("" if GPU else "; at N=1 the causal gradients of Q and K are zero")))
-
-# %% tags=["hide-input"] summary="Tune the two kernels' blocks, then time them against SDPA's backward over N"
-BWD_CANDIDATES = [((64, 128, 8, 2), (128, 64, 8, 2)), ((64, 128, 8, 3), (128, 128, 8, 2)), ((64, 128, 8, 2), (128, 128, 8, 2)),
-                  ((32, 128, 4, 3), (128, 64, 8, 2)), ((64, 64, 4, 3), (64, 64, 4, 2))]
-
-
-bwd_rows = []
-if GPU:
-    n, d = 8192, 128
-    b, h = TOKENS // (HEADS[d] * n), HEADS[d]
-    q, k, v, do = (torch.randn(b, h, n, d, device=DEVICE, dtype=torch.bfloat16) for _ in range(4))
-    for causal in (False, True):
-        o, lse = flash_forward(q, k, v, causal)
-        ref = backward_only(sdpa(BACKENDS["sdpa cudnn"]), q, k, v, do, causal)()
-        best = None
-        for dkdv, dq in BWD_CANDIDATES:
-            grads = attention_backward(q, k, v, o, lse, do, causal, dkdv=dkdv, dq=dq)
-            err = max(((g.float() - r.float()).norm() / r.float().norm()).item() for g, r in zip(grads, ref))
-            t = bench(lambda dkdv=dkdv, dq=dq: attention_backward(q, k, v, o, lse, do, causal, dkdv=dkdv, dq=dq)).ms
-            if err < 2e-2 and (best is None or t < best[0]):
-                best = (t, dkdv, dq)
-        BWD_CFG[causal] = {"dkdv": best[1], "dq": best[2]}
-    for causal in (False, True):
-        for n in SEQ_LENS:
-            b = TOKENS // (h * n)
-            q, k, v, do = (torch.randn(b, h, n, d, device=DEVICE, dtype=torch.bfloat16) for _ in range(4))
-            o, lse = flash_forward(q, k, v, causal)
-            runs = {"triton flash": lambda: attention_backward(q, k, v, o, lse, do, causal, **BWD_CFG[causal]),
-                    **{name: backward_only(sdpa(BACKENDS[name]), q, k, v, do, causal) for name in ("sdpa flash", "sdpa cudnn")}}
-            for name, fn in runs.items():
-                t = bench(fn)
-                f = 2.5 * attention_flops(b, h, n, d, causal)
-                bwd_rows.append({"provider": name, "causal": causal, "n": n, "batch": b, "heads": h, "d": d, "ms": t.ms,
-                                 "tflops": tflops(f, t.ms), "tflops_lo": tflops(f, t.ms_hi),
-                                 "tflops_hi": tflops(f, t.ms_lo)})
-    save_data("backward.csv", bwd_rows)
-
-# %% tags=["hide-input", "hide-output"] summary="Plot the backward against SDPA's"
-if GPU:
-    for causal in (False, True):
-        display(benchmark_chart([r for r in bwd_rows if r["causal"] == causal], x="n", y="tflops",
-                                provider="provider", y_lo="tflops_lo", y_hi="tflops_hi", xlabel="sequence length N",
-                                ylabel="TFLOP/s (2.5 × the forward's FLOPs)",
-                                title=f"bf16 attention backward, d=128, {'causal' if causal else 'not causal'}, "
-                                      f"B·H·N = 16k·32, {ceilings.device}"))
-
-# %% tags=["hide-input"] summary="The backward headlines, paired with FlashAttention-2's backward at N = 8192"
-if GPU:
-    n = 8192
-    b = TOKENS // (h * n)
-    q, k, v, do = (torch.randn(b, h, n, d, device=DEVICE, dtype=torch.bfloat16) for _ in range(4))
-    o, lse = flash_forward(q, k, v, False)
-    bwd_pair = paired_ratio(backward_only(sdpa(BACKENDS["sdpa flash"]), q, k, v, do, False),
-                            lambda: attention_backward(q, k, v, o, lse, do, False, **BWD_CFG[False]), rounds=ROUNDS)
-    save_data("backward_pair.json", {"config": BWD_CFG[False], **vars(bwd_pair)})
-    headline("fa_bwd_vs_sdpa_flash", bwd_pair.ratio, "x",
-             f"median of {ROUNDS} paired rounds, SDPA flash backward time / Triton backward time (dQ, dK, dV from "
-             f"O, lse, dO), bf16, B={b} H={h} N={n} d={d}, not causal; spread {bwd_pair.spread()}",
-             label="Backward against FlashAttention-2", goal=1.0, baseline="SDPA flash backward, paired")
-    headline("fa_bwd_tflops", tflops(2.5 * attention_flops(b, h, n, d, False), bwd_pair.candidate_ms), "TFLOP/s",
-             "2.5 x 4BHN^2d (the FlashAttention papers' count for the backward) / median paired time, bf16, not causal; "
-             f"dK/dV {BWD_CFG[False]['dkdv']}, dQ {BWD_CFG[False]['dq']}", label="Backward, bf16",
-             baseline="counted as 2.5 × the forward's FLOPs")
-    display(table([{"pair": "backward against SDPA flash", "ratio": bwd_pair.ratio, "spread": bwd_pair.spread(),
-                    "SDPA ms": bwd_pair.baseline_ms, "Triton ms": bwd_pair.candidate_ms}],
-                  formats={"ratio": ".3f", "SDPA ms": ".3f", "Triton ms": ".3f"}))
-
-# %% [markdown]
-# ## 10. Roofline
-#
-# Every backend and the kernel at N = 8192, d = 128, forward and backward, against the measured bf16
-# roof; intensity counts the fused kernel's compulsory bytes for all (the backward's: Q, K, V, O, dO, dQ, dK, dV).
+# Every backend and the kernel at N = 8192, d = 128 against the measured bf16 roof; intensity counts
+# the fused kernel's compulsory bytes for all (Q, K, V read, O written).
 
 # %% tags=["hide-input"] summary="Roofline points from the sweeps"
 if GPU:
@@ -957,16 +714,11 @@ if GPU:
                             nbytes=r["bytes"], ms=r["ms"], roof="bf16", topic=TOPIC, ms_lo=r["ms_lo"], ms_hi=r["ms_hi"],
                             size=f"B={r['batch']} H={r['heads']} N={r['n']} d={r['d']}", dtype="bf16")
               for r in bench_rows if r["n"] == 8192 and r["d"] == 128]
-    points += [RooflinePoint(label=f"{r['provider']} backward{' causal' if r['causal'] else ''}",
-                             flops=2.5 * attention_flops(r["batch"], r["heads"], r["n"], r["d"], r["causal"]),
-                             nbytes=2 * attention_bytes(r["batch"], r["heads"], r["n"], r["d"]), ms=r["ms"], roof="bf16",
-                             topic=TOPIC, size=f"B={r['batch']} H={r['heads']} N={r['n']} d={r['d']}", dtype="bf16")
-               for r in bwd_rows if r["n"] == 8192]
     save_roofline(points, ceilings)
     display(roofline_chart(points, ceilings, roofs=("bf16",), title=f"Attention, N=8192, d=128, {ceilings.device}"))
 
 # %% [markdown]
-# ## 11. What we measured, against the prediction
+# ## 10. What we measured, against the prediction
 # %% tags=["hide-input"] summary="The numbers of this run"
 if GPU:
     ours, ref = (mean.get("triton flash"), mean.get(fastest)) if len(mean) == 2 else (None, None)
@@ -993,8 +745,6 @@ if GPU:
            "that Triton 3.6 does not on Hopper is overlap one warp group's softmax with the other's matmuls "
            "(FlashAttention-3's ping-pong); both already move registers from the loading warps to the computing ones.\n"
            if ours else "")
-        + f"- **Backward:** {tflops(2.5 * attention_flops(b, h, n, d, False), bwd_pair.candidate_ms):.0f} TFLOP/s, "
-        f"{bwd_pair.ratio:.2f}× FlashAttention-2's backward, in pairs; the prediction held: its fraction of the roof "
-        f"is below the forward's, with three matmuls more per block and dS computed in between."))
+        + "- **Next:** the [backward pass](flash-attention-backward.md), from the log-sum-exp this kernel saves."))
 else:
     display(prose("CPU mode: the kernels were checked against naive attention; nothing was timed."))

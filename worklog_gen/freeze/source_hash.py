@@ -6,7 +6,8 @@ notebook computes has changed:
 - its **code cells**, and
 - the **code of the ``worklog_gen`` modules it imports** (the kit, :mod:`worklog_gen.kit`), followed
   through their own imports;
-- the **CUDA C files its code cells name** (``"cuda/vector_add.cu"``), as text;
+- the **CUDA C files its code cells name** (``"cuda/vector_add.cu"``), as text, and the **notebooks
+  they name** (``import_cells("flash_attention.py", ...)``: another topic's cells, run as a module), as code;
 - the **Python modules beside the notebook that its code cells import** (``import
   collectives_workers``: the workers a notebook on several GPUs starts), as code.
 
@@ -42,9 +43,10 @@ status`` says so. 3: syntax trees dumped alike on every Python (3.12 added field
 HASH_VERSION = f"worklog-gen source hash v{HASH_SCHEME}\n".encode()
 UNHASHED = frozenset({f"{PACKAGE}/__init__.py"})
 """Imported modules left out of the hash (see the module docstring)."""
-SOURCE_SUFFIXES = (".cu", ".cuh", ".cpp", ".h")
+SOURCE_SUFFIXES = (".cu", ".cuh", ".cpp", ".h", ".py")
 """Files a code cell names by a string (``"cuda/vector_add.cu"``, relative to the notebook's folder)
-that the hash covers too: the CUDA C a notebook compiles (:mod:`worklog_gen.kit.cuda`)."""
+that the hash covers too: the CUDA C a notebook compiles (:mod:`worklog_gen.kit.cuda`) and the
+notebooks whose cells it imports (:mod:`worklog_gen.kit.cells`)."""
 
 
 def read_notebook(path: str | Path):
@@ -260,7 +262,7 @@ def source_hash(notebook: str | Path, root: str | Path) -> SourceHash:
         if rel not in UNHASHED:
             modules.append((rel, code_fingerprint(path.read_text(encoding="utf-8"))))
     beside = Path(notebook).parent
-    for path in [*named_sources(sources, beside), *sibling_modules(sources, beside)]:
+    for path in dict.fromkeys([*named_sources(sources, beside), *sibling_modules(sources, beside)]):
         try:
             rel = path.relative_to(Path(root).resolve()).as_posix()
         except ValueError:
