@@ -446,7 +446,7 @@ def grad_error(grads, ref) -> float:
 
 
 def try_config(cfg: dict, causal: bool, big: tuple, small: tuple) -> dict:
-    """Check ``cfg`` against ``big`` (q, k, v, do, o, lse, cuDNN's grads) and ``small`` (the same at N = 1000,
+    """Check ``cfg`` against ``big`` (q, k, v, o, lse, do, cuDNN's grads) and ``small`` (the same at N = 1000,
     naive attention's grads), then time it; the row, with the compiled kernels' registers and spills."""
     row = {"causal": causal, "config": label(cfg), **{key: cfg.get(key) for key in CONFIG_KEYS}}
     try:
@@ -469,10 +469,10 @@ def try_config(cfg: dict, causal: bool, big: tuple, small: tuple) -> dict:
 
 
 def problem(causal: bool, n: int, batch: int, ref_fn) -> tuple:
-    """q, k, v, do, o, lse and reference gradients for one shape, bf16, d = 128."""
+    """q, k, v, o, lse, do (the launcher's order) and reference gradients for one shape, bf16, d = 128."""
     q, k, v, do = (torch.randn(batch, H, n, D, device=DEVICE, dtype=torch.bfloat16) for _ in range(4))
     o, lse = attention_forward(q, k, v, causal, **FWD_CFG[causal])
-    return q, k, v, do, o, lse, ref_fn(q, k, v, do)
+    return q, k, v, o, lse, do, ref_fn(q, k, v, do)
 
 
 BEST = {}
@@ -709,7 +709,7 @@ if GPU:
                   caption="means of two runs each; counted FLOPs; % of dense peak: FLOP per SM per clock over 4096"))
     display(table([{"kernel": kn.name, "registers": kn.n_regs, "spills": kn.n_spills,
                     "shared KiB": kn.metadata.shared / 1024} for kn in kernels
-                   if kn.name in ("attention_bwd_dkdv", "attention_bwd_dq", "attention_bwd_fused")],
+                   if kn is not None and kn.name in ("attention_bwd_dkdv", "attention_bwd_dq", "attention_bwd_fused")],
                   formats={"shared KiB": ".0f"}, caption=f"the tuned configuration ({label(BWD_CFG[False])})"
                   + (f" and the fastest one-kernel one ({label(fused_best)})" if fused_best and fused_best != BWD_CFG[False] else "")
                   + "; spills: 4-byte values per thread kept in local memory"))
