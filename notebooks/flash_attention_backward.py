@@ -764,6 +764,11 @@ if GPU:
         + (f"- **The gap to cuDNN:** under the power cap the kernel ran at {ours['sm_mhz']:.0f} MHz and "
            f"{ours['power_w']:.0f} W, cuDNN at {cud['sm_mhz']:.0f} MHz and {cud['power_w']:.0f} W. Throughput "
            f"{ours['tflops'] / cud['tflops']:.3f} = clock {ours['sm_mhz'] / cud['sm_mhz']:.3f} × work per clock "
-           f"{ours['flop_per_clk_sm'] / cud['flop_per_clk_sm']:.3f}.\n" if ours and cud else "")))
+           f"{ours['flop_per_clk_sm'] / cud['flop_per_clk_sm']:.3f}.\n" if ours and cud else "")
+        + (f"- **Where the rest goes:** counting the matmuls it does, not the five it needs, the two-kernel layout keeps "
+           f"the tensor cores {7 / 5 * ours['% of dense peak']:.0f} % busy per clock (7/5 × {ours['% of dense peak']:.0f} %) "
+           f"against cuDNN's {cud['% of dense peak']:.0f} %: what separates them is the two matmuls it repeats, which only one "
+           "kernel avoids, and that kernel, in Triton 3.6, spills (section 10).\n"
+           if ours and cud and BWD_CFG[False]["version"] == "two" else "")))
 else:
     display(prose("CPU mode: the kernels were checked against naive attention; nothing was timed."))
