@@ -350,6 +350,8 @@ def status(as_json: bool, config_file: Path) -> None:
     if as_json:
         click.echo(json.dumps({"notebooks": [r.to_json() for r in rows]}, indent=2))
     else:
+        widths = dict(topic_width=max([20, *(len(r.topic) for r in rows)]),
+                      gpu_width=max([24, *(len(r.gpu or "-") for r in rows)]))
         for r in rows:
-            click.echo(r.summary())
+            click.echo(r.summary(**widths))
     sys.exit(0 if all(r.state is NotebookState.FRESH for r in rows) else 1)

@@ -211,10 +211,11 @@ class StatusRow:
                 "executed_at": self.executed_at, "headline": {k: h.value for k, h in self.headline.items()},
                 "reasons": list(self.reasons), "failure": self.failure.summary() if self.failure else None}
 
-    def summary(self) -> str:
+    def summary(self, topic_width: int = 20, gpu_width: int = 24) -> str:
         """Topic, state, device, execution time and path, plus why when stale or failed
-        (one indented line per reason)."""
-        line = f"{self.topic:<20} {self.state.value:<8} {self.gpu or '-':<24} {self.executed_at or '-':<21} {self.path}"
+        (one indented line per reason); the topic and device columns padded to the widths given."""
+        line = (f"{self.topic:<{topic_width}} {self.state.value:<8} {self.gpu or '-':<{gpu_width}} "
+                f"{self.executed_at or '-':<21} {self.path}")
         if not self.source_exists:
             line += "  (source file not found)"
         if self.state is NotebookState.FAILED and self.failure:
