@@ -624,7 +624,8 @@ if GPU:
 # ## 8. The headlines, paired, at N = 8192, head_dim 128
 #
 # Against FlashAttention-2 (SDPA's flash backend) and the sweep's fastest backend, in bf16, causal
-# and not, and in fp16, each the median of paired rounds; the goals are issue #23's.
+# and not, and in fp16, each the median of paired rounds; the goals are issue #23's, and #34's
+# for the fastest backend.
 
 # %% tags=["hide-input"] summary="Pairs, and the headline figures they give"
 pairs = {}
