@@ -269,14 +269,19 @@ def test_kernels_page_tables_headlines_and_draws_one_roofline(project):
     assert kernels_page(TOPICS, STORE, project).files == kernels_page(TOPICS, STORE, project).files
 
 
-def test_kernels_page_leaves_out_points_from_another_device(project):
+def test_kernels_page_draws_each_device_against_its_own_roofs(project):
     _save_roofline(project, "alpha", "NVIDIA H200", [RooflinePoint("alpha naive", 1e9, 4e9, 2.0)])
     _save_roofline(project, "beta", "NVIDIA A100", [RooflinePoint("beta tiled", 1e12, 1e9, 3.0)])
     page = kernels_page(TOPICS, STORE, project)
-    assert len(page.warnings) == 1 and "notebooks/beta.py" in page.warnings[0] and "A100" in page.warnings[0]
-    spec = json.loads(page.files["kernels/roofline.vega.json"])
-    rows = next(layer for layer in spec["layer"] if layer["mark"]["type"] == "point")["data"]["values"]
-    assert [r["variant"] for r in rows] == ["alpha naive"]
+    assert page.warnings == []
+    assert "## Rooflines" in page.markdown and "### NVIDIA H200" in page.markdown and "### NVIDIA A100" in page.markdown
+    assert page.markdown.index("### NVIDIA H200") < page.markdown.index("### NVIDIA A100")  # as they first appear
+    for stem, device, variant in (("kernels/roofline", "NVIDIA H200", "alpha naive"),
+                                  ("kernels/roofline-2", "NVIDIA A100", "beta tiled")):
+        spec = json.loads(page.files[f"{stem}.vega.json"])
+        rows = next(layer for layer in spec["layer"] if layer["mark"]["type"] == "point")["data"]["values"]
+        assert [r["variant"] for r in rows] == [variant] and device in json.dumps(spec["title"])
+        assert f"]({stem}.vega.svg)" in page.markdown
 
 
 def test_kernels_page_without_roofline_data(executed):

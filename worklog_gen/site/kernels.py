@@ -1,4 +1,4 @@
-"""The Kernels page: every topic notebook's headline figures, and one roofline of every kernel.
+"""The Kernels page: every topic notebook's headline figures, and a roofline of every kernel per GPU.
 
 Built from the freeze store (:mod:`worklog_gen.freeze.store`) without executing anything:
 headline figures from each entry's record, roofline points from its ``data/roofline.json``
@@ -28,12 +28,13 @@ def _section(topic_id: str, title: str, st: store.NotebookStatus) -> str:
     return f"### {link}\n\n{table_cell(record.device_label)}, {record.executed_at[:10]}, **{st.state}**\n\n{body}"
 
 
-def _roofline_points(topics, statuses, warnings: list[str]):
-    """Every notebook's roofline points against the roofs of the first one that has them;
-    a notebook measured on another device, or with an unreadable file, is left out with a warning."""
+def _roofline_groups(topics, statuses, warnings: list[str]) -> list[tuple]:
+    """Every notebook's roofline points, grouped by the device their roofs were measured on, in
+    the order the devices first appear: ``(ceilings, points, plotted topic links)`` per device.
+    A notebook with an unreadable file is left out with a warning."""
     from worklog_gen.kit.roofline import load_roofline
 
-    points, ceilings, plotted = [], None, []
+    groups: dict[str, tuple] = {}
     for (topic_id, title, _), st in zip(topics, statuses):
         path = st.entry / store.DATA_DIR / "roofline.json"
         if st.record is None or not path.is_file():
@@ -43,22 +44,18 @@ def _roofline_points(topics, statuses, warnings: list[str]):
         except (OSError, ValueError) as exc:  # OutsideFolder is a ValueError
             warnings.append(f"Kernels page: roofline of {st.path} left out: {exc}")
             continue
-        if ceilings is None:
-            ceilings = roofs
-        elif roofs.device != ceilings.device:
-            warnings.append(f"Kernels page: roofline of {st.path} left out: measured on {roofs.device}, "
-                            f"the plot's roofs on {ceilings.device}")
-            continue
+        _, points, plotted = groups.setdefault(roofs.device, (roofs, [], []))
         points += [p if p.topic else dataclasses.replace(p, topic=topic_id) for p in these]
         plotted.append(f"[{table_cell(title)}]({paths.topic_page(topic_id)})")
-    return points, ceilings, plotted
+    return list(groups.values())
 
 
 def kernels_page(topics: list[tuple[str, str, Path]], store_dir: Path, root: Path) -> RenderedPage:
     """The Kernels page (:data:`~worklog_gen.site.layout.KERNELS_PAGE`): every notebook's headline
-    figures with GPU, date and state, and one roofline with every kernel variant of every
-    notebook, drawn as the chart files ``kernels/roofline.vega.json`` and ``.vega.svg``
-    (:func:`worklog_gen.kit.charts.roofline_chart`). ``topics`` holds ``(topic_id, title,
+    figures with GPU, date and state, and a roofline per GPU with every kernel variant measured on
+    it, drawn (:func:`worklog_gen.kit.charts.roofline_chart`) as the chart files
+    ``kernels/roofline.vega.json`` and ``.vega.svg``, ``kernels/roofline-2.*`` for a second GPU, and so
+    on. ``topics`` holds ``(topic_id, title,
     notebook)``; paths are relative to ``root`` unless absolute.
 
     Raises:
@@ -71,19 +68,24 @@ def kernels_page(topics: list[tuple[str, str, Path]], store_dir: Path, root: Pat
     parts = ["# Kernels", "The headline figures of every topic notebook, from its frozen result, "
              "with the device, the date and the state of the run.", "## Headline figures",
              *(_section(topic_id, title, st) for (topic_id, title, _), st in zip(topics, statuses))]
-    points, ceilings, plotted = _roofline_points(topics, statuses, warnings)
+    groups = _roofline_groups(topics, statuses, warnings)
     files: dict[str, bytes] = {}
-    if ceilings is None:
+    if not groups:
         parts += ["## Roofline", "No notebook has saved roofline data yet (`data/roofline.json`)."]
         return RenderedPage("\n\n".join(parts) + "\n", files, warnings)
     from worklog_gen.kit.charts import chart_files, chart_image, roofline_chart
 
-    chart = roofline_chart(points, ceilings, title=f"Every kernel variant: {ceilings.device}", series="topic")
-    files.update(chart_files(chart, ROOFLINE))
-    parts += ["## Roofline",
-              f"Every kernel variant of {', '.join(plotted)} against the roofs measured on "
-              f"{table_cell(ceilings.device)}: memory roof from a device copy, compute roofs from `torch.matmul`. "
-              "Hover a point to read it; click a topic in the legend to hide its points or show them again.",
-              chart_image("Roofline of every kernel variant, coloured by topic", f"{ROOFLINE}.vega.svg",
-                          files[f"{ROOFLINE}.vega.svg"])]
+    parts.append("## Roofline" if len(groups) == 1 else "## Rooflines")
+    if len(groups) > 1:
+        parts.append("One roofline per GPU: a kernel is drawn against the roofs of the card it ran on.")
+    for i, (ceilings, points, plotted) in enumerate(groups):
+        stem = ROOFLINE if i == 0 else f"{ROOFLINE}-{i + 1}"
+        chart = roofline_chart(points, ceilings, title=f"Every kernel variant: {ceilings.device}", series="topic")
+        files.update(chart_files(chart, stem))
+        parts += ([f"### {table_cell(ceilings.device)}"] if len(groups) > 1 else []) + [
+            f"Every kernel variant of {', '.join(plotted)} against the roofs measured on "
+            f"{table_cell(ceilings.device)}: memory roof from a device copy, compute roofs from `torch.matmul`. "
+            "Hover a point to read it; click a topic in the legend to hide its points or show them again.",
+            chart_image(f"Roofline of every kernel variant measured on {ceilings.device}, coloured by topic",
+                        f"{stem}.vega.svg", files[f"{stem}.vega.svg"])]
     return RenderedPage("\n\n".join(parts) + "\n", files, warnings)
