@@ -27,6 +27,7 @@ from worklog_gen.config import WorklogConfig, check_config, read_mkdocs_yml
 from worklog_gen.log import Severity
 from worklog_gen.site import assets, math, settings
 from worklog_gen.site.layout import FEED
+from worklog_gen.site.names import break_long_names
 from worklog_gen.site.sanitize import clean_html, drop_script_links
 from worklog_gen.site.generate import GeneratedSite, generate, has_home, with_sections
 
@@ -107,12 +108,14 @@ class WorklogPlugin(BasePlugin[WorklogConfig]):
         (:mod:`worklog_gen.site.sanitize`; the parser has warned at each link's file:line); then,
         on every page, each formula written as MathML so that math reads without JavaScript
         (:func:`worklog_gen.site.math.page_mathml`); a formula it cannot convert stays TeX, with a
-        warning."""
+        warning. A long identifier in inline code may break after its dots and underscores
+        (:func:`worklog_gen.site.names.break_long_names`)."""
         if page.file.src_uri in self.worklog_pages:
             content, _ = drop_script_links(content)
             if self.config.sanitize:
                 content = clean_html(content)
         content, unconverted = math.page_mathml(content)
+        content = break_long_names(content)
         for formula in unconverted:
             log.warning(f"{page.file.src_uri}: formula left as TeX, latex2mathml cannot convert it "
                         f"({formula.error}): {formula.tex}")

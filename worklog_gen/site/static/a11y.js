@@ -12,8 +12,7 @@
 //   document$ (the first load and every instant navigation), on resize, when a fold opens, and
 //   when katex.js or charts.js has drawn something (the worklog:drawn event); a region that no
 //   longer scrolls gives back what it was given.
-// - A long dotted name in inline code (torch.nn.functional.scaled_dot_product_attention) may
-//   break after each dot or underscore (<wbr>), not in the middle of a word, on a phone.
+// (Long names in inline code get their break points at build time: worklog_gen/site/names.py.)
 (function () {
   "use strict";
 
@@ -25,7 +24,6 @@
     ".md-typeset .worklog-chart",
     ".md-typeset p:has(> img[src$='.vega.svg'])",
   ].join(", ");
-  var LONG_NAME = /^[\w.]{24,}$/; // one long identifier, dotted or snake_case
 
   function nameSearch() {
     var search = document.querySelector('[data-md-component="search"][role="dialog"]');
@@ -93,18 +91,6 @@
     headingsNow = null;
   }
 
-  function breakLongNames() {
-    Array.prototype.forEach.call(document.querySelectorAll(".md-typeset :not(pre) > code"), function (code) {
-      if (code.childElementCount || !LONG_NAME.test(code.textContent)) return;
-      var parts = code.textContent.split(/(?<=[._])/);
-      code.textContent = "";
-      parts.forEach(function (part, i) {
-        if (i) code.appendChild(document.createElement("wbr"));
-        code.appendChild(document.createTextNode(part));
-      });
-    });
-  }
-
   var pending = 0;
   function later() { // at most one check per frame
     if (!pending) pending = requestAnimationFrame(function () { pending = 0; markAll(); });
@@ -112,7 +98,6 @@
 
   function setUp() {
     nameSearch();
-    breakLongNames();
     markAll();
   }
 
