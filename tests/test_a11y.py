@@ -12,7 +12,8 @@ by Debian's Chromium) and checks:
   and no tab stop is out of sight (Material's search results box, 0 px tall while search is
   closed, was one);
 * a drawn chart fits its column by layout, its text at least 11 CSS px at 390 px wide, and without
-  JavaScript its SVG shows at its natural size (never shrunk);
+  JavaScript its SVG shows at its natural size (never shrunk): at 390 px the narrow SVG of its
+  <picture>, laid out for the column with no text under 11 CSS px, at 1280 px the wide one;
 * with JavaScript off every formula is MathML (written at build time), no raw TeX.
 
 Each page is read as a reader would: every chart and formula brought into view so that it draws
@@ -22,6 +23,7 @@ Each page is read as a reader would: every chart and formula brought into view s
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -213,7 +215,7 @@ def test_without_javascript_a_chart_shows_at_its_natural_size_and_scrolls_on_a_p
                 document.querySelectorAll('img[src$=".vega.svg"]'), async img => {
                   img.scrollIntoView();
                   try { await img.decode(); } catch (e) {}
-                  const p = img.parentElement;
+                  const p = img.closest("p") || img.parentElement;  // the image may be in a <picture>
                   return {width: img.getBoundingClientRect().width, declared: img.width, column: p.clientWidth,
                           scrolls: p.scrollWidth > p.clientWidth, overflow: getComputedStyle(p).overflowX};
                 }))""")
@@ -223,6 +225,83 @@ def test_without_javascript_a_chart_shows_at_its_natural_size_and_scrolls_on_a_p
                 if img["width"] > img["column"]:
                     assert img["scrolls"] and img["overflow"] == "auto", f"{path}: a wide chart does not scroll: {img}"
             page.close()
+    finally:
+        context.close()
+
+
+# Without JavaScript: each chart's image as the browser chose it from its <picture>, its drawn
+# width and its column's.
+_STATIC_CHARTS = """async () => Promise.all(Array.from(document.querySelectorAll('img[src$=".vega.svg"]'), async img => {
+  img.scrollIntoView();
+  try { await img.decode(); } catch (e) {}
+  const p = img.closest("p") || img.parentElement;
+  return {src: img.currentSrc, width: img.getBoundingClientRect().width, column: p.clientWidth,
+          picture: img.parentElement.tagName === "PICTURE"};
+}))"""
+
+# An SVG opened on its own: its width, each text's font size in px, and the texts that run out of
+# it (a roof's label clipped to the plot aside).
+_SVG_TEXT = """() => {
+  const svg = document.documentElement, width = svg.width.baseVal.value;
+  const texts = Array.from(svg.querySelectorAll("text")).filter(t => t.textContent.trim());
+  return {width, sizes: texts.map(t => parseFloat(getComputedStyle(t).fontSize)),
+          outside: texts.filter(t => !t.closest("[clip-path]")).filter(t => {
+            const box = t.getBoundingClientRect(); return box.left < -1 || box.right > width + 1;
+          }).map(t => t.textContent)};
+}"""
+
+
+def _static_charts(context, site: Site, path: str) -> list[dict]:
+    """The chart images of ``path`` with JavaScript off, folds open, each with what its SVG holds:
+    ``kind`` (from its spec), ``svg`` (:data:`_SVG_TEXT`) and ``smallest``, its smallest text in
+    CSS px as drawn on the page (the SVG's font size times its drawn scale)."""
+    page = context.new_page()
+    page.goto(site.url + path, wait_until="networkidle")
+    page.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true; })")
+    images = page.evaluate(_STATIC_CHARTS)
+    page.close()
+    for img in images:
+        svg = context.new_page()
+        svg.goto(img["src"])
+        img["svg"] = svg.evaluate(_SVG_TEXT)
+        svg.close()
+        stem = re.sub(r"\.vega(\.narrow)?\.svg$", "", img["src"][len(site.url):])
+        img["kind"] = json.loads((site.root / f"{stem}.vega.json").read_text()).get("usermeta", {}).get(
+            "worklog", {}).get("kind")
+        img["smallest"] = min(img["svg"]["sizes"]) * img["width"] / img["svg"]["width"]
+    return images
+
+
+def test_without_javascript_a_phone_gets_each_chart_laid_out_for_its_column_no_text_under_11_px(browser, site):
+    """Issue #32: the static SVG fits its column by layout, not by scaling, its text never under
+    11 CSS px at 390 px: each chart's <picture> gives a phone its narrow SVG."""
+    context = _context(browser, site, PHONE, javascript=False)
+    bad, seen = {}, 0
+    try:
+        for path in _chart_paths(site):
+            images = _static_charts(context, site, path)
+            assert images, f"/{path}: no chart image"
+            for img in images:
+                seen += 1
+                fits = img["kind"] == "heatmap" or img["width"] <= img["column"] + 1  # the calendar scrolls
+                if not (img["picture"] and img["src"].endswith(".vega.narrow.svg")) or not fits \
+                        or img["smallest"] < MIN_CHART_FONT_PX - 0.01 or abs(img["width"] - img["svg"]["width"]) > 1 \
+                        or img["svg"]["outside"]:
+                    bad.setdefault(f"/{path}", []).append(img)
+    finally:
+        context.close()
+    assert seen and not bad, json.dumps(bad, indent=1)
+
+
+def test_without_javascript_a_desktop_gets_the_wide_svgs(browser, site):
+    context = _context(browser, site, DESKTOP, javascript=False)
+    try:
+        for path in _chart_paths(site):
+            images = _static_charts(context, site, path)
+            assert images, f"/{path}: no chart image"
+            for img in images:
+                assert img["src"].endswith(".vega.svg") and ".narrow." not in img["src"], (path, img)
+                assert img["width"] <= img["column"] + 1 and abs(img["width"] - img["svg"]["width"]) <= 1, (path, img)
     finally:
         context.close()
 

@@ -225,10 +225,12 @@ def _wait_for_charts(page, problems: list[str], condition: str = _CHARTS_DONE) -
                     f"{page.evaluate(_CHART_STATES)}; problems: {problems}")
 
 
-# Each chart on the page: its kind, whether charts.js drew it, and its drawn size.
+# Each chart on the page: its kind, whether charts.js drew it, and its drawn size. The drawn chart
+# goes just before the image, or before its <picture> (the wide and the narrow SVG).
 _CHARTS = """() => Array.from(document.querySelectorAll('img[src$=".vega.svg"]'), img => {
-  const box = img.previousElementSibling && img.previousElementSibling.classList.contains("worklog-chart")
-    ? img.previousElementSibling : null;
+  const place = img.parentElement.tagName === "PICTURE" ? img.parentElement : img;
+  const box = place.previousElementSibling && place.previousElementSibling.classList.contains("worklog-chart")
+    ? place.previousElementSibling : null;
   const svg = box && box.querySelector("svg.marks");
   return {src: img.getAttribute("src"), state: img.dataset.chart || null, kind: box ? box.dataset.kind : null,
           width: svg ? svg.getBoundingClientRect().width : 0, hidden: img.hidden};
@@ -345,7 +347,8 @@ def _chart_page(browser, site: Site, path: str, kind: str):
 
 def _spec(site: Site, page, chart) -> dict:
     """The Vega-Lite spec the chart was drawn from (the .vega.json beside its image)."""
-    src = chart.evaluate("box => box.nextElementSibling.src")
+    src = chart.evaluate("box => { const next = box.nextElementSibling; "
+                         "return (next.tagName === 'PICTURE' ? next.querySelector('img') : next).src; }")
     return json.loads((site.root / src[len(site.url):].replace(".vega.svg", ".vega.json")).read_text())
 
 

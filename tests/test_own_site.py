@@ -100,7 +100,7 @@ def test_init_makes_a_site_that_builds_strictly_before_any_notebook_runs(tmp_pat
     assert "target_date: 2099-03-05" in log
     yml = (project / "mkdocs.yml").read_text()
     for option in ("worklog_dir", "date_order", "url_prefix", "nav_title", "year", "old_site_url", "feed",
-                   "freeze_dir", "topics"):
+                   "freeze_dir", "cache_dir", "topics"):
         assert f"{option}:" in yml, option  # every option present (most commented)
     done = build(project)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -61,6 +61,10 @@ class WorklogConfig(base.Config):
     ``mailto`` or relative targets. Turn it on for a log others write too (a shared log that takes
     pull requests); off, an entry's raw HTML is published as written, except links that run script,
     which are always dropped."""
+    cache_dir = c.Type(str, default=".cache/plugin/worklog")
+    """Folder, relative to ``mkdocs.yml``, where the build keeps what it renders once and reads back
+    on later builds: each chart's narrow SVG for phones (:mod:`worklog_gen.site.fallback`). Safe to
+    delete; not to commit."""
     year = c.Optional(c.Type(int))
     """Year of the oldest entry of a progress log whose headings name no year (``## November 24``);
     a file's front matter ``year:`` wins. Without either, the latest year that puts no entry
@@ -123,13 +127,13 @@ def read_mkdocs_yml(path: str | Path) -> dict:
 
 def check_config(cfg: WorklogConfig, root: Path, config_file: str | Path) -> None:
     """Raise unless every path option stays inside ``root``, the folder of ``mkdocs.yml``
-    (:func:`worklog_gen.paths.inside`: ``worklog_dir``, ``freeze_dir`` and each topic's
+    (:func:`worklog_gen.paths.inside`: ``worklog_dir``, ``freeze_dir``, ``cache_dir`` and each topic's
     ``notebook``), and every topic id is unique and URL-safe (``[a-z0-9_-]``, it is part of a URL).
 
     Raises:
         PluginError: naming ``config_file``, the option and where it leads.
     """
-    named = [("worklog_dir", cfg.worklog_dir), ("freeze_dir", cfg.freeze_dir)]
+    named = [("worklog_dir", cfg.worklog_dir), ("freeze_dir", cfg.freeze_dir), ("cache_dir", cfg.cache_dir)]
     named += [(f"topics: {t.id}: notebook", t.notebook) for t in cfg.topics if t.notebook]
     for option, value in named:
         try:

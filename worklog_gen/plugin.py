@@ -25,7 +25,7 @@ from mkdocs.utils import get_build_datetime, get_relative_url, nest_paths
 
 from worklog_gen.config import WorklogConfig, check_config, read_mkdocs_yml
 from worklog_gen.log import Severity
-from worklog_gen.site import assets, math, settings
+from worklog_gen.site import assets, fallback, math, settings
 from worklog_gen.site.layout import FEED
 from worklog_gen.site.names import break_long_names
 from worklog_gen.site.sanitize import clean_html, drop_script_links
@@ -79,6 +79,7 @@ class WorklogPlugin(BasePlugin[WorklogConfig]):
             (log.warning if message.level is Severity.WARNING else log.info)(message.text)
         in_nav = self._nav(config, files, site)
         self.generated = site.files
+        self.narrow = fallback.narrow_sizes(site.files)
         # the pages that hold the author's text: the worklog section's (the home at the root too)
         self.worklog_pages = site.sections[0].srcs
         for src, content in site.files.items():
@@ -106,14 +107,16 @@ class WorklogPlugin(BasePlugin[WorklogConfig]):
     def on_page_content(self, content: str, /, *, page, config: MkDocsConfig, files: Files) -> str:
         """A worklog page's HTML without links that run script, and sanitised with ``sanitize``
         (:mod:`worklog_gen.site.sanitize`; the parser has warned at each link's file:line); then,
-        on every page, each formula written as MathML so that math reads without JavaScript
-        (:func:`worklog_gen.site.math.page_mathml`); a formula it cannot convert stays TeX, with a
-        warning. A long identifier in inline code may break after its dots and underscores
-        (:func:`worklog_gen.site.names.break_long_names`)."""
+        on every page, each chart's image in a ``<picture>`` with its narrow SVG for phones
+        (:func:`worklog_gen.site.fallback.with_pictures`), each formula written as MathML so that
+        math reads without JavaScript (:func:`worklog_gen.site.math.page_mathml`; a formula it
+        cannot convert stays TeX, with a warning), and a long identifier in inline code given
+        break points after its dots and underscores (:func:`worklog_gen.site.names.break_long_names`)."""
         if page.file.src_uri in self.worklog_pages:
             content, _ = drop_script_links(content)
             if self.config.sanitize:
                 content = clean_html(content)
+        content = fallback.with_pictures(content, page.url, self.narrow)  # our own markup: after the sanitiser
         content, unconverted = math.page_mathml(content)
         content = break_long_names(content)
         for formula in unconverted:

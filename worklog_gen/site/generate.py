@@ -30,7 +30,7 @@ from mkdocs.exceptions import PluginError
 from worklog_gen.freeze import render
 from worklog_gen.config import UnknownTag, WorklogConfig, read_mkdocs_yml, worklog_folder
 from worklog_gen.paths import inside
-from worklog_gen.site import assets, settings
+from worklog_gen.site import assets, fallback, settings
 from worklog_gen.site import layout as paths
 from worklog_gen.site.feed import FEED_LENGTH, NO_SITE_URL, atom_feed
 from worklog_gen.site.kernels import kernels_page
@@ -118,8 +118,9 @@ def load_log(cfg: WorklogConfig, root: Path, messages: list[Message], today: dt.
 def generate(cfg: WorklogConfig, root: Path, *, site_name: str, site_url: str | None = None,
              site_author: str | None = None, use_directory_urls: bool = True,
              build_date: dt.date | None = None, home_at_root: bool = False) -> GeneratedSite:
-    """Make every page and file of the worklog, its topics and the Kernels page, and the
-    scripts, styles and libraries they need (:func:`worklog_gen.site.assets.static_files`).
+    """Make every page and file of the worklog, its topics and the Kernels page, each chart's
+    narrow SVG for phones (:func:`worklog_gen.site.fallback.narrow_files`, kept in ``cache_dir``),
+    and the scripts, styles and libraries they need (:func:`worklog_gen.site.assets.static_files`).
 
     Args:
         cfg: the ``worklog`` plugin's options.
@@ -177,6 +178,9 @@ def generate(cfg: WorklogConfig, root: Path, *, site_name: str, site_url: str | 
                                       bodies=bodies)
         if not site_url:
             site.messages.append(Message(Severity.INFO, f"worklog: {NO_SITE_URL}"))
+    narrow, notes = fallback.narrow_files(extra, root / cfg.cache_dir)  # each chart's SVG for phones
+    extra |= narrow
+    site.messages += [Message(Severity.INFO, note) for note in notes]
     site.files = {**pages, **extra, **assets.static_files()}
     return site
 

@@ -22,7 +22,7 @@
     ".md-typeset pre > code",
     ".md-typeset div.arithmatex",
     ".md-typeset .worklog-chart",
-    ".md-typeset p:has(> img[src$='.vega.svg'])",
+    ".md-typeset p:has(> img[src$='.vega.svg'], > picture > img[src$='.vega.svg'])",
   ].join(", ");
 
   function nameSearch() {

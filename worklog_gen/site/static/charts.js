@@ -1,9 +1,11 @@
 // Draw the site's Vega-Lite charts with vega-embed, served from vega/ beside this script (no CDN).
 //
 // A chart is written into a page as its static SVG, ![alt](<stem>.vega.svg){ width height },
-// with its spec beside it as <stem>.vega.json (worklog_gen.kit.charts.chart_files). Here each
-// such image gets the drawn chart in its place: a tooltip on every mark, a legend whose entries
-// hide and show their series. Without JavaScript, or if drawing fails, the SVG stays.
+// with its spec beside it as <stem>.vega.json (worklog_gen.kit.charts.chart_files); the plugin
+// puts the image in a <picture> with a narrow SVG for phones, <stem>.vega.narrow.svg
+// (worklog_gen.site.fallback). Here each such image (or its picture) gets the drawn chart in its
+// place: a tooltip on every mark, a legend whose entries hide and show their series. Without
+// JavaScript, or if drawing fails, the SVG stays.
 //
 // Fast on a phone: nothing loads until a chart comes within a screen of the viewport (an
 // IntersectionObserver); then the three libraries (about 280 KB gzipped) load once. The drawn
@@ -123,6 +125,11 @@
     return copy;
   }
 
+  // The element the chart takes the place of: the image's <picture>, or the image.
+  function figure(img) {
+    return img.parentNode && img.parentNode.nodeName === "PICTURE" ? img.parentNode : img;
+  }
+
   function specURL(img) {
     return img.src.replace(/\.vega\.svg(?=$|[?#])/, ".vega.json");
   }
@@ -132,7 +139,8 @@
     if (!chart.container.isConnected) {
       // in the image's place, at the image's height until the chart is drawn: nothing moves
       chart.container.style.minHeight = chart.img.getBoundingClientRect().height + "px";
-      chart.img.parentNode.insertBefore(chart.container, chart.img);
+      var place = figure(chart.img);
+      place.parentNode.insertBefore(chart.container, place);
     }
     var theme = scheme();
     var width = chart.container.clientWidth;
