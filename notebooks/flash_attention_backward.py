@@ -403,8 +403,9 @@ def flash_attention(q, k, v, causal: bool = False) -> torch.Tensor:
 # 2's take `BLOCK_N` (keys per program) 64 or 128, `BLOCK_M` (queries per step) 32 or 64, 4 or 8
 # warps, 2 or 3 stages, warp specialization of the query loop (4 warps asked, two consumer groups
 # given) and either way of adding $dQ$. One rule prunes them first: the fp32 accumulators and tiles
-# a computing thread holds, $(2\,\text{BLOCK\_N}\,d + 2\,\text{BLOCK\_N}\,\text{BLOCK\_M} + \text{BLOCK\_M}\,d)$
-# over its threads, at most 256, since a thread has 255 registers. Every survivor must match cuDNN's
+# a computing thread holds, at most 256 since a thread has 255 registers. With $b_N$ = `BLOCK_N`,
+# $b_M$ = `BLOCK_M` and $t$ computing threads, $(2 b_N d + 2 b_N b_M + b_M d) / t \le 256$ (the
+# last term only for version 2, which holds a share of $dQ$). Every survivor must match cuDNN's
 # gradients at N = 8192 and naive attention's at N = 1000, then is timed at N = 8192, not causal; the
 # six fastest are timed causal too. The compiled kernel's registers and spills are kept with its row.
 

@@ -63,7 +63,12 @@ def html(site, path: str) -> BeautifulSoup:
 
 
 def article_text(site, path: str) -> str:
-    return html(site, path).find("article").get_text(" ")
+    """The article's text; a ``<wbr>`` (a place a long name may break) is not a space."""
+    article = html(site, path).find("article")
+    for tag in article.find_all("wbr"):
+        tag.decompose()
+    article.smooth()  # the strings on either side of a removed <wbr> become one again
+    return article.get_text(" ")
 
 
 def split_entries(text: str) -> list[tuple[dt.date, str, str]]:
