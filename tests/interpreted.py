@@ -62,6 +62,21 @@ def run_interpreted(notebook: Path, body: str, folder: Path) -> dict:
     return torch.load(folder / "results.pt", weights_only=False)
 
 
+JIT_FUNCTIONS = r'''
+import ast, sys
+import triton
+
+# the @triton.jit functions of the notebook named by argv[1], compiled on their own (no torch, no GPU):
+# ns[name] is each one, for triton.compile
+tree = ast.parse(open(sys.argv[1]).read())
+keep = [n for n in tree.body if isinstance(n, ast.FunctionDef) and any("triton.jit" in ast.unparse(d) for d in n.decorator_list)]
+ns = {"__name__": "notebook_kernels"}
+exec(compile(ast.Module(body=[ast.parse("import triton, triton.language as tl").body[0]] + keep, type_ignores=[]),
+             sys.argv[1], "exec"), ns)
+'''
+"""Python that a :func:`run_for_sm90` script starts with: the notebook's kernels in ``ns``."""
+
+
 def run_for_sm90(script: str, *args: str, **env: str) -> dict:
     """Run ``script`` (Python that compiles kernels with ``triton.compile`` for an sm_90 target and
     prints a JSON object as its last line) in a child process without the interpreter; return that

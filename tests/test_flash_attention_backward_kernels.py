@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from interpreted import run_for_sm90, run_interpreted
+from interpreted import JIT_FUNCTIONS, run_for_sm90, run_interpreted
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "flash_attention_backward.py"
@@ -113,17 +113,11 @@ def test_the_flop_count_is_two_and_a_half_forwards():
     assert namespace["backward_flops"](4, 16, 8192, 128, True) == namespace["backward_flops"](4, 16, 8192, 128, False) / 2
 
 
-AOT = r'''
-import ast, json, sys
-import triton
+AOT = JIT_FUNCTIONS + r'''
+import json
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-tree = ast.parse(open(sys.argv[1]).read())
-keep = [n for n in tree.body if isinstance(n, ast.FunctionDef) and any("triton.jit" in ast.unparse(d) for d in n.decorator_list)]
-ns = {"__name__": "flash_attention_backward_kernels"}
-exec(compile(ast.Module(body=[ast.parse("import triton, triton.language as tl").body[0]] + keep, type_ignores=[]),
-             sys.argv[1], "exec"), ns)
 out = {}
 for tma in (False, True):
     sig = {name: "*bf16" for name in ("q_ptr", "k_ptr", "v_ptr", "do_ptr", "dk_ptr", "dv_ptr")}

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from interpreted import run_for_sm90, run_interpreted
+from interpreted import JIT_FUNCTIONS, run_for_sm90, run_interpreted
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "flash_attention.py"
@@ -113,17 +113,11 @@ def test_the_mask_added_through_the_dot_is_the_causal_mask_at_a_ragged_length(in
     assert len(outs) == 8 and all((out - expected).abs().max().item() < 1e-5 for out in outs)
 
 
-AOT = r'''
-import ast, json, sys
-import triton
+AOT = JIT_FUNCTIONS + r'''
+import json
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-tree = ast.parse(open(sys.argv[1]).read())
-keep = [n for n in tree.body if isinstance(n, ast.FunctionDef) and any("triton.jit" in ast.unparse(d) for d in n.decorator_list)]
-ns = {"__name__": "flash_attention_kernels"}
-exec(compile(ast.Module(body=[ast.parse("import triton, triton.language as tl").body[0]] + keep, type_ignores=[]),
-             sys.argv[1], "exec"), ns)
 out = {}
 for additive in (False, True):
     sig = {name: "*bf16" for name in ("q_ptr", "k_ptr", "v_ptr", "o_ptr")} | {"lse_ptr": "*fp32", "qk_scale": "fp32", "n": "i32"}
