@@ -26,6 +26,7 @@ names another folder with a ``mkdocs.yml`` to build instead of this repository.
 
 from __future__ import annotations
 
+import collections
 import functools
 import http.server
 import json
@@ -658,3 +659,57 @@ def test_no_page_scrolls_sideways_on_a_phone(browser, site):
     finally:
         context.close()
     assert not wide, f"pages wider than {PHONE['width']}px (scrollWidth): {wide}"
+
+
+# --- fast on a phone -------------------------------------------------------------------------
+
+FORCED_LAYOUTS_MAX = 8
+"""The most layouts the site's scripts may force while a page loads at a phone's width: a handful
+that does not grow with the page (Material reads the scroll position and a code block's width,
+a11y.js reads every width at once, charts.js measures each chart it draws)."""
+
+
+def _forced_layouts(browser, page, url: str) -> collections.Counter:
+    """Load ``url`` in ``page`` with Chromium's tracing on. Returns ``{"<script>:<function>": n}``:
+    the layouts forced by a script of the site (a "Layout" event that carries the stack of the
+    script that read a size or a position while the layout was out of date)."""
+    browser.start_tracing(page=page, categories=["devtools.timeline", "disabled-by-default-devtools.timeline.stack"])
+    try:
+        page.goto(url, wait_until="networkidle")
+        page.wait_for_timeout(300)
+    finally:
+        events = json.loads(browser.stop_tracing())["traceEvents"]
+    origin = url.split("/", 3)[:3]
+    forced: collections.Counter = collections.Counter()
+    for event in events:
+        if event.get("name") != "Layout" or event.get("ph") != "X":
+            continue
+        stack = ((event.get("args") or {}).get("beginData") or {}).get("stackTrace") or []
+        if stack and stack[0]["url"].split("/", 3)[:3] == origin:
+            forced[f"{stack[0]['url'].rsplit('/', 1)[-1]}:{stack[0]['functionName']}"] += 1
+    return forced
+
+
+def test_loading_a_topic_page_lays_out_no_closed_fold(browser, site):
+    """A topic page keeps most of its code in closed folds, and reading the size of anything
+    inside a closed fold makes Chromium lay the hidden fold out, once per read. Material's code
+    blocks (set up all at once, without its ``content.lazy`` feature) and a11y.js's check of
+    what scrolls did so for each block: 25 forced layouts on the FlashAttention page at 390 px,
+    44 on the reductions page, and most of that page's Total Blocking Time in Lighthouse's mobile
+    run. Counted, not timed: loading any topic page at a phone's width forces at most
+    :data:`FORCED_LAYOUTS_MAX` layouts, however many folds it has."""
+    context = _context(browser, site, PHONE)
+    counts = {}
+    try:
+        for topic_id, notebook in site.topics:
+            if not notebook:
+                continue
+            page = context.new_page()
+            forced = _forced_layouts(browser, page, f"{site.url}topics/{topic_id}/")
+            counts[topic_id] = (sum(forced.values()), dict(forced))
+            page.close()
+    finally:
+        context.close()
+    assert counts, "no topic page: the check checked nothing"
+    over = {topic: count for topic, count in counts.items() if count[0] > FORCED_LAYOUTS_MAX}
+    assert not over, f"layouts forced while loading (at most {FORCED_LAYOUTS_MAX}): {over}"

@@ -29,7 +29,7 @@ from worklog_gen.freeze import execute
 from worklog_gen.freeze.record import FreezeRecord, link_between
 from worklog_gen.freeze.source_hash import source_hash
 parse = importlib.import_module("worklog_gen.log.parse")  # the module (worklog_gen.log re-exports a function of its name)
-from worklog_gen.site import assets
+from worklog_gen.site import assets, settings
 from worklog_gen.site.feed import ATOM_NS
 from worklog_gen.site.settings import with_extensions
 
@@ -165,6 +165,20 @@ def test_the_plugin_brings_its_assets_extensions_and_fonts(minimal_site):
         assert (minimal_site / "site" / rel).is_file(), rel
     text = (minimal_site / "site" / "index.html").read_text()
     assert "fonts.googleapis.com" not in text and "fonts.gstatic.com" not in text
+    # Material's config, written into every page, has the features the plugin brings
+    config = json.loads(page.find("script", id="__config").string)
+    assert set(settings.THEME_FEATURES) <= set(config["features"])
+
+
+def test_theme_features_are_added_to_the_authors_own_once():
+    theme = settings.with_theme_defaults({"name": "material", "features": ["content.code.copy", "content.lazy"]})
+    assert theme["features"] == ["content.code.copy", "content.lazy"]  # kept, in order, not repeated
+    assert theme["font"] is False
+    assert settings.with_theme_defaults("material")["features"] == list(settings.THEME_FEATURES)
+    own = {"name": "material", "font": {"text": "Inter"}, "features": ["search.suggest"]}
+    assert settings.with_theme_defaults(own) == {"name": "material", "font": {"text": "Inter"},
+                                                 "features": ["search.suggest", *settings.THEME_FEATURES]}
+    assert own["features"] == ["search.suggest"]  # the author's value is not changed in place
 
 
 def test_without_a_home_page_the_worklog_home_is_the_root(minimal_site):

@@ -54,7 +54,8 @@ class WorklogPlugin(BasePlugin[WorklogConfig]):
         """Bring what the site needs (:mod:`worklog_gen.site.settings`, :mod:`worklog_gen.site.assets`):
         the markdown extensions the pages are written with, merged with the author's; the
         scripts and styles, before the author's own (so that theirs win); system fonts unless
-        the author chose a font."""
+        the author chose a font; Material's features the pages need (code blocks set up as
+        they come into view)."""
         path = config.config_file_path
         self.root = Path(path).resolve().parent if path else Path.cwd()  # paths are relative to mkdocs.yml
         self.nav_configured = config.nav is not None
@@ -65,6 +66,9 @@ class WorklogPlugin(BasePlugin[WorklogConfig]):
         theme = read_mkdocs_yml(path).get("theme") if path and Path(path).is_file() else None
         if not (isinstance(theme, dict) and "font" in theme):
             config.theme["font"] = False
+        if "features" not in config.theme:
+            config.theme["features"] = []
+        settings.merge_features(config.theme["features"])
         check_config(self.config, self.root, config.config_file_path)
         return config
 

@@ -255,11 +255,11 @@ def read_config(mkdocs_yml: Path) -> dict:
 
 def engine_config(config: dict, docs_dir: str, nav: list, not_in_nav: Sequence[str] = ()) -> dict:
     """``config`` (a ``mkdocs.yml``'s data) for an engine that runs no MkDocs plugins: what the
-    plugin's ``on_config`` adds (:mod:`~worklog_gen.site.settings`' extensions and fonts,
+    plugin's ``on_config`` adds (:mod:`~worklog_gen.site.settings`' extensions, fonts and features,
     :mod:`~worklog_gen.site.assets`' styles and scripts) written out, the ``worklog`` plugin removed, ``docs_dir`` set to the generated folder and the whole nav spelled out; the patterns ``not_in_nav`` (the day pages, which the plugin marks not in the nav) are added to the author's."""
     config = dict(config)
     config["markdown_extensions"] = settings.with_extensions(list(config.get("markdown_extensions") or []))
-    config["theme"] = settings.without_web_fonts(config.get("theme"))
+    config["theme"] = settings.with_theme_defaults(config.get("theme"))
     config["extra_css"] = [*assets.stylesheet_paths(), *(config.get("extra_css") or [])]
     config["extra_javascript"] = [*assets.script_paths(), *(config.get("extra_javascript") or [])]
     config["plugins"] = [p for p in config.get("plugins") or []

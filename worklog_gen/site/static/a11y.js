@@ -83,8 +83,13 @@
 
   // Every width is read first, then every attribute written: reads and writes in turn would make
   // the browser lay the page out again for each region (hundreds of code blocks on a topic page).
+  // A region inside a closed fold is skipped: it cannot take focus while the fold is closed, and
+  // reading its width would make the browser lay out the fold's hidden content, once per region
+  // (most of a topic page's plumbing is folded); the toggle event checks it when the fold opens.
   function markAll() {
-    var regions = Array.prototype.slice.call(document.querySelectorAll(REGIONS));
+    var regions = Array.prototype.filter.call(document.querySelectorAll(REGIONS), function (el) {
+      return !el.closest("details:not([open])");
+    });
     var scrolls = regions.map(function (el) { return el.scrollWidth > el.clientWidth + 1 && el.clientWidth > 0; });
     headingsNow = document.querySelectorAll("article h1, article h2, article h3, article h4");
     regions.forEach(function (el, i) { mark(el, scrolls[i]); });
