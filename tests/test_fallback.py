@@ -123,6 +123,27 @@ def test_every_chart_of_the_files_gets_its_narrow_svg(roofline, tmp_path):
     assert list(sizes) == ["t/chart_1_0.vega.svg"] and width == NARROW_WIDTH and wide_width > width and height > 0
 
 
+def test_a_build_keeps_only_its_own_renderings_in_the_cache(tmp_path):
+    """The calendar changes with every entry: each build's narrow SVG replaces the last one's,
+    and nothing in the folder that the cache did not name is touched."""
+    def files(words: int) -> dict:
+        rows = [{"provider": "a", "size": 2**n, "gbps": float(words * n)} for n in range(10, 13)]
+        return chart_files(benchmark_chart(rows, x="size", y="gbps", xlabel="size", ylabel="GB/s"), "t/chart_1_0")
+
+    mine = tmp_path / "notes.svg"
+    mine.write_text("<svg/>")
+    other = tmp_path / ("0" * 64 + ".svg.bak")
+    other.write_text("kept")
+    fallback.narrow_files(files(100), tmp_path)
+    first = set(tmp_path.glob("*[0-9a-f].svg")) - {mine}
+    narrow, _ = fallback.narrow_files(files(200), tmp_path)
+    second = set(tmp_path.glob("*[0-9a-f].svg")) - {mine}
+    assert len(first) == len(second) == 1 and first != second  # the old rendering is gone
+    assert second.pop().read_bytes() == narrow["t/chart_1_0.vega.narrow.svg"]
+    assert mine.read_text() == "<svg/>" and other.read_text() == "kept"
+    assert fallback.prune_cache(tmp_path / "missing", set()) == 0
+
+
 IMG = ('<p><img alt="Figure 1: a &quot;chart&quot;" height="399" loading="lazy" src="{src}" width="704" /></p>')
 
 

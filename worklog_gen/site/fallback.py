@@ -13,7 +13,8 @@ the plot, a long title wrapped; the data untouched. Each page shows the two as a
 vl-convert takes a few hundred milliseconds a chart, so a narrow SVG is kept in a cache folder
 (``cache_dir``, ``.cache/plugin/worklog`` by default, as Material's social plugin keeps its
 cards in ``.cache/plugin/social``), named by a hash of the spec and of everything that shapes it
-here (:func:`cache_key`); a later build reads it back.
+here (:func:`cache_key`); a later build reads it back, and deletes the renderings it no longer uses
+(:func:`prune_cache`).
 """
 
 from __future__ import annotations
@@ -187,11 +188,17 @@ def narrow_svg(spec: Mapping, cache_dir: Path | None = None) -> str:
     Raises:
         ValueError: vl-convert rejects the narrowed spec (its message kept).
     """
+    return _narrow_svg(spec, cache_dir)[1]
+
+
+def _narrow_svg(spec: Mapping, cache_dir: Path | None) -> tuple[str, str]:
+    """:func:`narrow_svg`, with its cache key: ``(key, svg)``."""
     narrowed = narrow_spec(spec)
-    path = Path(cache_dir) / f"{cache_key(narrowed)}.svg" if cache_dir is not None else None
+    key = cache_key(narrowed)
+    path = Path(cache_dir) / f"{key}.svg" if cache_dir is not None else None
     if path is not None:
         try:
-            return path.read_text(encoding="utf-8")
+            return key, path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             pass
     from worklog_gen.kit.charts import chart_svg
@@ -206,15 +213,42 @@ def narrow_svg(spec: Mapping, cache_dir: Path | None = None) -> str:
             os.replace(tmp.name, path)
         except OSError:
             pass
-    return svg
+    return key, svg
+
+
+CACHE_NAME = re.compile(r"[0-9a-f]{64}\.svg")
+"""How :func:`narrow_svg` names a cached SVG: its :func:`cache_key` and ``.svg``."""
+
+
+def prune_cache(cache_dir: Path, keep: set[str]) -> int:
+    """Delete the cached SVGs of ``cache_dir`` whose key is not in ``keep`` (the keys one build
+    used): a chart whose data changed leaves its old rendering behind, and the words-per-day
+    calendar changes with every log entry, so without this the folder grows with every build.
+    Only files named as :data:`CACHE_NAME` names them are touched; one that cannot be deleted is
+    passed over. Returns how many were deleted."""
+    try:
+        names = [entry.name for entry in os.scandir(cache_dir) if entry.is_file()]
+    except OSError:
+        return 0
+    deleted = 0
+    for name in names:
+        if CACHE_NAME.fullmatch(name) and name[:-4] not in keep:
+            try:
+                os.remove(Path(cache_dir) / name)
+                deleted += 1
+            except OSError:
+                pass
+    return deleted
 
 
 def narrow_files(files: Mapping[str, str | bytes], cache_dir: Path | None = None) -> tuple[dict[str, bytes], list[str]]:
     """``<stem>.vega.narrow.svg`` for every chart of ``files`` (docs path -> content): every
     ``<stem>.vega.json`` served with its ``<stem>.vega.svg``. Returns those files and a note for
-    each chart vl-convert could not render narrow (its page then shows the wide SVG alone)."""
+    each chart vl-convert could not render narrow (its page then shows the wide SVG alone).
+    ``cache_dir`` keeps only this build's renderings afterwards (:func:`prune_cache`)."""
     out: dict[str, bytes] = {}
     notes: list[str] = []
+    used: set[str] = set()
     for path, data in sorted(files.items()):
         if not path.endswith(SPEC_SUFFIX):
             continue
@@ -222,9 +256,14 @@ def narrow_files(files: Mapping[str, str | bytes], cache_dir: Path | None = None
         if stem + SUFFIX not in files:
             continue
         try:
-            out[stem + NARROW_SUFFIX] = narrow_svg(json.loads(data), cache_dir).encode()
+            key, svg = _narrow_svg(json.loads(data), cache_dir)
         except ValueError as exc:  # vl-convert's error, or a spec that is not JSON
             notes.append(f"worklog: {path}: no narrow SVG for phones, the wide one stands alone ({exc})")
+            continue
+        out[stem + NARROW_SUFFIX] = svg.encode()
+        used.add(key)
+    if cache_dir is not None:
+        prune_cache(cache_dir, used)
     return out, notes
 
 
