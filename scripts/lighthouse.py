@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import http.server
+import io
 import json
 import os
 import shutil
@@ -51,21 +52,7 @@ class GzipHandler(http.server.SimpleHTTPRequestHandler):
         self.send_header("Content-Encoding", "gzip")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        return _Body(body)
-
-
-class _Body:
-    """What ``send_head`` returns: a file-like body that ``copyfile`` reads."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-
-    def read(self, size: int = -1) -> bytes:
-        data, self.data = (self.data, b"") if size < 0 else (self.data[:size], self.data[size:])
-        return data
-
-    def close(self) -> None:
-        pass
+        return io.BytesIO(body)
 
 
 def audit(command: list[str], url: str, chrome: str, out: Path) -> dict:
