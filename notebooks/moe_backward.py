@@ -132,7 +132,8 @@ def moe_swiglu_backward(dhu_ptr, aux_ptr, dgu_ptr, sorted_ptr, weights_ptr, dw_p
     dw = tl.zeros([BLOCK_F], dtype=tl.float32)
     for f in range(0, F_, BLOCK_F):
         cols = f + tl.arange(0, BLOCK_F)
-        m = (cols < F_) & (cols * 0 + src >= 0)  # (BLOCK_F,) bools
+        c_ok = cols < F_
+        m = c_ok & (cols * 0 + src >= 0)  # (BLOCK_F,) bools: columns of a routed row
         delta = tl.load(dhu_ptr + slot * F_ + cols, mask=m, other=0.0).to(tl.float32)
         gate = tl.load(aux_ptr + slot * 2 * F_ + cols, mask=m, other=0.0).to(tl.float32)
         up = tl.load(aux_ptr + slot * 2 * F_ + F_ + cols, mask=m, other=0.0).to(tl.float32)
@@ -140,8 +141,10 @@ def moe_swiglu_backward(dhu_ptr, aux_ptr, dgu_ptr, sorted_ptr, weights_ptr, dw_p
         silu = gate * sig
         dw += delta * silu * up  # dL/dw = δ · h
         dh = delta * w
-        tl.store(dgu_ptr + slot * 2 * F_ + cols, (dh * up * sig * (1 + gate * (1 - sig))).to(dgu_ptr.dtype.element_ty), mask=m)
-        tl.store(dgu_ptr + slot * 2 * F_ + F_ + cols, (dh * silu).to(dgu_ptr.dtype.element_ty), mask=m)
+        # every row written, zeros in padding: the weight gradient reads [dg | du] by TMA
+        dgu_row = dgu_ptr + slot * 2 * F_ + cols
+        tl.store(dgu_row, (dh * up * sig * (1 + gate * (1 - sig))).to(dgu_ptr.dtype.element_ty), mask=c_ok)
+        tl.store(dgu_row + F_, (dh * silu).to(dgu_ptr.dtype.element_ty), mask=c_ok)
     if valid:
         tl.store(dw_ptr + src, tl.sum(dw, axis=0))
 
@@ -328,11 +331,69 @@ display(table(balance_rows, formats={"max / mean load": ".2f", "dropped at cf 1.
 # are tried at a few tiles and stages, each checked before it is timed.
 
 # %% tags=["hide-input", "hide-output"] summary="The tuning run for the backward launches"
+BWD_CANDIDATES = {"dh": [GemmConfig(128, bn, 64, 8, 8, 3, fl) for bn in (128, 256) for fl in (False, True)],
+                  "dx": [GemmConfig(128, bn, 64, 8, 8, 3, fl) for bn in (128, 256) for fl in (False, True)],
+                  "dw": [GemmConfig(128, 128, 64, 8, w, st) for w, st in ((8, 3), (8, 4), (4, 4))] + [GemmConfig(128, 256, 64, 8, 8, 3)]}
+# the forward page's small shapes and its top-1 and top-8 cases
+grad_rows = [check_grads(s, dt) for s in SHAPES for dt in DTYPES]
+display(table(grad_rows, formats={k: ".1e" for k in ("y", "dx", "drouter", "dw1", "dw2")},
+              caption="relative error against autograd through the fp32 layer; bounds "
+                      + ", ".join(f"{fwd.DTYPE_NAME[d]} {TOL[d]:.0e}" for d in DTYPES)))
+
+# %% [markdown]
+# ## 3. How unbalanced is routing?
+#
+# The router's gradient above trains it; the balance loss is what keeps it spreading the load.
+# No trained model's weights can be fetched on the machine these notebooks run on, so the real
+# layer's activations are stood in for by tokens drawn from a mixture of 32 clusters with Zipf
+# weights (a few frequent kinds of token, a long tail), routed by a random router: tokens of a
+# cluster pick the same experts, as real ones do. Against it, random logits. For each: the
+# busiest expert's load over the mean, the rows a capacity factor of 1.25 would drop, and
+# Switch Transformer's balance loss $E \sum_i f_i P_i$ (1 when uniform).
+
+# %% tags=["hide-input"] summary="Load statistics of random and clustered routing"
+def load_stats(name: str, x: torch.Tensor, router_w: torch.Tensor, s: MoEShape, cf: float = 1.25) -> dict:
+    """Per-expert load of the router's top-k on x: max/mean, fraction of rows over capacity cf·Tk/E,
+    and the balance loss E·Σ f_i·P_i (Switch Transformer, eq. 4)."""
+    probs = F.linear(x.float(), router_w.float()).softmax(-1)
+    ids = probs.topk(s.top_k, dim=-1).indices
+    load = torch.bincount(ids.reshape(-1), minlength=s.experts).float()
+    cap = cf * s.rows / s.experts
+    return {"routing": name, "max / mean load": (load.max() / load.mean()).item(),
+            "idle experts": int((load == 0).sum()), f"dropped at cf {cf}": ((load - cap).clamp(min=0).sum() / s.rows).item(),
+            "balance loss": (s.experts * (load / s.rows * probs.mean(0)).sum()).item()}
+
+
+def clustered_tokens(s: MoEShape, clusters: int = 32, spread: float = 0.5, seed: int = 1) -> torch.Tensor:
+    """(T, d) tokens around `clusters` centres with Zipf(1) weights, noise `spread` around each."""
+    g = torch.Generator(device=DEVICE).manual_seed(seed)
+    centres = torch.randn(clusters, s.d, device=DEVICE, generator=g)
+    zipf = 1 / torch.arange(1, clusters + 1, device=DEVICE)
+    which = torch.multinomial(zipf / zipf.sum(), s.tokens, replacement=True, generator=g)
+    return centres[which] + spread * torch.randn(s.tokens, s.d, device=DEVICE, generator=g)
+
+
+balance_shape = DEEPSEEK if GPU else fwd.SMALL[0]
+bx, brouter, _, _ = fwd.make_layer(balance_shape, torch.float32)
+balance_rows = [load_stats("random tokens", bx, brouter, balance_shape),
+                load_stats("clustered tokens", clustered_tokens(balance_shape), brouter, balance_shape)]
+display(table(balance_rows, formats={"max / mean load": ".2f", "dropped at cf 1.25": ".1%", "balance loss": ".2f"},
+              caption=f"{balance_shape.name} shape: T={balance_shape.tokens}, E={balance_shape.experts}, "
+                      f"top-{balance_shape.top_k}, an untrained random router"))
+
+# %% [markdown]
+# ## 4. Choosing the tiles
+#
+# The forward's launches keep the forward page's tuned configurations; the three backward GEMM launches
+# are tried at a few tiles and stages, each checked before it is timed.
+
+# %% tags=["hide-input", "hide-output"] summary="The tuning run for the backward launches"
 BWD_CANDIDATES = {"dh": [GemmConfig(128, bn, 64, 8, 8, st) for bn in (128, 256) for st in (3, 4)],
                   "dx": [GemmConfig(128, bn, 64, 8, 8, st) for bn in (128, 256) for st in (3, 4)],
                   "dw": [GemmConfig(128, 128, 64, 8, w, st) for w, st in ((8, 3), (8, 4), (4, 4))] + [GemmConfig(128, 256, 64, 8, 8, 3)]}
 # the forward page's fastest fused gate/up and down configurations on an H100, on both shapes
-FWD_CFG = {name: (GemmConfig(128, 128, 64, 8, 8, 3), GemmConfig(128, 256, 64, 8, 8, 3)) for name in (DEEPSEEK.name, MIXTRAL.name)}
+FWD_CFG = {name: (GemmConfig(128, 128, 64, 8, 8, 3), GemmConfig(128, 256, 64, 8, 8, 3, True))
+           for name in (DEEPSEEK.name, MIXTRAL.name)}
 cfg_of, tune_rows = {}, []
 if GPU:
     from worklog_gen.kit.measure import bench, gpu_info, tflops
