@@ -175,7 +175,7 @@ ptrs = dict(a_ptr="*bf16", b_ptr="*bf16", b_desc="tensordesc<bf16[128, 64]>", c_
             block_expert_ptr="*i32", num_blocks_ptr="*i32", weights_ptr="*fp32", aux_ptr="*bf16")
 ints = {n: "i32" for n in ("N", "K", "stride_am", "stride_be", "stride_bk", "stride_bn", "stride_cm", "B_ROWS_PER_EXPERT",
                            "NUM_PROGS")}
-blocks = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_SIZE_M=8, TOP_K=6)
+blocks = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_SIZE_M=8, TOP_K=6, FLATTEN=True)
 out = {}
 for name, consts in (("fused gate/up", dict(GATHER=True, B_TMA=True, EPILOGUE=1, SAVE=True)),
                      ("down, routing weight", dict(GATHER=False, B_TMA=True, EPILOGUE=2, SAVE=False)),
