@@ -152,10 +152,11 @@ display(table([{"shape": s.name, "T": s.tokens, "E": s.experts, "top-k": s.top_k
 
 # %% tags=["forward"]
 @triton.jit
-def moe_router_topk(x_ptr, w_ptr, ids_ptr, weights_ptr, T, E, D,
+def moe_router_topk(x_ptr, w_ptr, ids_ptr, weights_ptr, logits_ptr, T, E, D,
                     TOP_K: tl.constexpr,  # experts per token
                     RENORMALIZE: tl.constexpr,  # divide the k weights by their sum (Mixtral)
                     PRECISION: tl.constexpr,  # tl.dot's input_precision: "ieee" for fp32 inputs
+                    SAVE_LOGITS: tl.constexpr,  # keep the fp32 logits (T, E), for the router's backward
                     BLOCK_T: tl.constexpr,  # tokens per program
                     BLOCK_E: tl.constexpr,  # E rounded up to a power of two, at least 16 (tl.dot's smallest)
                     BLOCK_D: tl.constexpr):  # model dimension per step
@@ -170,6 +171,8 @@ def moe_router_topk(x_ptr, w_ptr, ids_ptr, weights_ptr, T, E, D,
         w = tl.load(w_ptr + experts[None, :] * D + (d + ds)[:, None],
                     mask=e_ok[None, :] & (d + ds < D)[:, None], other=0.0)  # (BLOCK_D, BLOCK_E)
         logits = tl.dot(x, w, logits, input_precision=PRECISION)
+    if SAVE_LOGITS:
+        tl.store(logits_ptr + rows[:, None] * E + experts[None, :], logits, mask=row_ok[:, None] & e_ok[None, :])
     logits = tl.where(e_ok[None, :], logits, -float("inf"))
     p = tl.exp(logits - tl.max(logits, axis=1)[:, None])
     p = p / tl.sum(p, axis=1)[:, None]  # (BLOCK_T, BLOCK_E) softmax over experts; padding columns are 0
@@ -187,10 +190,12 @@ def moe_router_topk(x_ptr, w_ptr, ids_ptr, weights_ptr, T, E, D,
             tl.store(weights_ptr + rows * TOP_K + j, w_j / total, mask=row_ok)
 
 
-def route(x: torch.Tensor, router_w: torch.Tensor, top_k: int, renormalize: bool) -> tuple[torch.Tensor, torch.Tensor]:
+def route(x: torch.Tensor, router_w: torch.Tensor, top_k: int, renormalize: bool,
+          logits: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Softmax top-k routing of x (T, d) by router_w (E, d), both contiguous and of one dtype; the
     logits summed in fp32, as DeepSeek-MoE's gate computes them, inside the kernel. Returns ids
-    (T, top_k) int32 and weights (T, top_k) fp32, best first. Raises ValueError when top_k is not in 1..E."""
+    (T, top_k) int32 and weights (T, top_k) fp32, best first; logits (T, E) fp32, if given, receives
+    the logits. Raises ValueError when top_k is not in 1..E."""
     (T, D), E = x.shape, router_w.shape[0]
     if not 1 <= top_k <= E:
         raise ValueError(f"top_k must be in 1..{E}, got {top_k}")
@@ -198,9 +203,10 @@ def route(x: torch.Tensor, router_w: torch.Tensor, top_k: int, renormalize: bool
     weights = torch.empty(T, top_k, device=x.device, dtype=torch.float32)
     BLOCK_E = max(16, triton.next_power_of_2(E))
     BLOCK_T = 16 if not GPU else max(16, min(64, 4096 // BLOCK_E))  # the logits tile stays 4096 values or fewer
-    moe_router_topk[(triton.cdiv(T, BLOCK_T),)](x, router_w, ids, weights, T, E, D, TOP_K=top_k,
+    moe_router_topk[(triton.cdiv(T, BLOCK_T),)](x, router_w, ids, weights, logits, T, E, D, TOP_K=top_k,
                                                 RENORMALIZE=renormalize,
                                                 PRECISION="ieee" if x.dtype == torch.float32 else "tf32",
+                                                SAVE_LOGITS=logits is not None,
                                                 BLOCK_T=BLOCK_T, BLOCK_E=BLOCK_E, BLOCK_D=64 if GPU else 16)
     return ids, weights
 
@@ -802,9 +808,11 @@ def pointer_array_gemm(a_ptrs, b_ptrs, c_ptrs, rows_ptr, GROUPS, N, K, NUM_PROGS
     for g in range(GROUPS):
         M = tl.load(rows_ptr + g)
         tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
-        a_base = tl.load(a_ptrs + g).to(tl.pointer_type(DTYPE))
-        b_base = tl.load(b_ptrs + g).to(tl.pointer_type(DTYPE))
-        c_base = tl.load(c_ptrs + g).to(tl.pointer_type(DTYPE))
+        # a pointer loaded from memory has no alignment the compiler can see: say it is 16-byte aligned
+        # (torch's allocations and the row strides here are), or every load is one element wide
+        a_base = tl.multiple_of(tl.load(a_ptrs + g).to(tl.pointer_type(DTYPE)), 16)
+        b_base = tl.multiple_of(tl.load(b_ptrs + g).to(tl.pointer_type(DTYPE)), 16)
+        c_base = tl.multiple_of(tl.load(c_ptrs + g).to(tl.pointer_type(DTYPE)), 16)
         while tile >= first and tile < first + tiles:
             local = tile - first
             rows = (local // tl.cdiv(N, BLOCK_N)) * BLOCK_M + tl.arange(0, BLOCK_M)

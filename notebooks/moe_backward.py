@@ -201,11 +201,11 @@ def moe_experts_backward(dy, x, w1, w2, h, aux, r, cfg: dict):
     return dx, dw1, dw2, dw
 
 
-def router_backward(x, router_w, ids, weights, dw, renormalize: bool):
+def router_backward(x, router_w, logits, ids, weights, dw, renormalize: bool):
     """d logits → (dx share (T, d), d router_w (E, d)), fp32; the softmax backward in fp32, its two
     GEMMs in x's dtype with fp32 accumulation. dw (T, k) is the loss's gradient in the
     routing weights; with renormalize, w = p/Σp over the k chosen, so dp = (dw − Σ dw·w) / Σp."""
-    probs = F.linear(x.float(), router_w.float()).softmax(dim=-1)
+    probs = logits.softmax(dim=-1)  # the forward's fp32 logits (T, E)
     ids = ids.long()
     if renormalize:
         dw = (dw - (dw * weights).sum(-1, keepdim=True)) / probs.gather(1, ids).sum(-1, keepdim=True)
@@ -221,19 +221,20 @@ class MoELayer(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, router_w, w1, w2, top_k: int, renormalize: bool, cfg: dict):
-        ids, weights = fwd.route(x, router_w, top_k, renormalize)
+        logits = torch.empty(x.shape[0], router_w.shape[0], device=x.device, dtype=torch.float32)
+        ids, weights = fwd.route(x, router_w, top_k, renormalize, logits=logits)
         r = fwd.permute(ids, weights, w1.shape[0], cfg["gate_up"].BLOCK_M)
         y, h, aux = fwd.moe_experts(x, w1, w2, r, cfg["gate_up"], cfg["down"], save=True)
-        ctx.save_for_backward(x, router_w, w1, w2, h, aux)
+        ctx.save_for_backward(x, router_w, w1, w2, h, aux, logits)
         ctx.routing, ctx.renormalize, ctx.cfg = r, renormalize, cfg
         return y
 
     @staticmethod
     def backward(ctx, dy):
-        x, router_w, w1, w2, h, aux = ctx.saved_tensors
+        x, router_w, w1, w2, h, aux, logits = ctx.saved_tensors
         r = ctx.routing
         dx, dw1, dw2, dw = moe_experts_backward(dy.contiguous(), x, w1, w2, h, aux, r, ctx.cfg)
-        dx_router, drouter = router_backward(x, router_w, r.ids, r.weights, dw, ctx.renormalize)
+        dx_router, drouter = router_backward(x, router_w, logits, r.ids, r.weights, dw, ctx.renormalize)
         return (dx + dx_router).to(x.dtype), drouter.to(router_w.dtype), dw1, dw2, None, None, None
 
 
@@ -474,7 +475,8 @@ if GPU:
     x, router_w, w1, w2 = (p.detach() for p in fwd.make_layer(DEEPSEEK, torch.bfloat16))
     dy = torch.randn_like(x)
     s, gate_up, down = DEEPSEEK, *FWD_CFG[ds]
-    r = fwd.permute(*fwd.route(x, router_w, s.top_k, s.renormalize), s.experts, 128)
+    logits = torch.empty(s.tokens, s.experts, device=DEVICE)
+    r = fwd.permute(*fwd.route(x, router_w, s.top_k, s.renormalize, logits=logits), s.experts, 128)
     _, h, aux = fwd.moe_experts(x, w1, w2, r, gate_up, down, save=True)
     c = {k: cfg_of[ds, k] for k in ("dh", "dx", "dw")}
     dhu = fwd.grouped_gemm(dy, w2, r, c["dh"], gather=True, transpose_w=False, persistent=True)
@@ -490,7 +492,8 @@ if GPU:
             ("dW1, x gathered", lambda: weight_grad(dgu, x, r, c["dw"], b_gather=True, tma=True), 2 * f2),
             ("dx rows = [dg|du]·W1", lambda: fwd.grouped_gemm(dgu, w1, r, c["dx"], transpose_w=False, persistent=True), 2 * f2),
             ("combine dx rows into tokens", lambda: fwd.combine(dxs, r, torch.float32), 0),
-            ("router: softmax backward", lambda: router_backward(x, router_w, r.ids, r.weights, dw, s.renormalize), 0)):
+            ("router: softmax backward", lambda: router_backward(x, router_w, logits, r.ids, r.weights, dw,
+                                                                 s.renormalize), 0)):
         t = bench(fn)
         parts.append({"launch": name, "ms": t.ms, "TFLOP/s": tflops(flops, t.ms) if flops else None})
     save_data("backward_parts.csv", parts)
