@@ -558,6 +558,10 @@ def test_sanitize_functions_without_mkdocs():
                          '<img src="tree.svg" onerror="y" width="3"><code class="language-py">x</code></p>')
     assert cleaned == ('<p>a<a>b</a><a href="mailto:me@example.org">c</a><img src="tree.svg" width="3">'
                        '<code class="language-py">x</code></p>')
+    pictures = clean_html('<picture><source srcset="roofline.narrow.svg" media="(max-width: 600px)">'
+                          '<source srcset="data:image/svg+xml,x 2x, r.svg"><img src="roofline.vega.svg"></picture>')
+    assert pictures == ('<picture><source srcset="roofline.narrow.svg" media="(max-width: 600px)">'
+                        '<source><img src="roofline.vega.svg"></picture>')
 
 
 @pytest.mark.parametrize("sanitize", [False, True])
