@@ -280,6 +280,22 @@ def test_sanitize_runs_after_the_math_is_written(build_site, monkeypatch):
     assert "<math>" in page and "onerror" not in page and "javascript:" not in page
 
 
+# --- a log's own title ----------------------------------------------------------------------------
+
+
+def test_a_log_title_is_text_in_every_slot_of_the_home(build_site):
+    hostile = "</title><script>alert('GEMM')</script> & <b>tiles</b>"
+    log = f"---\ntitle: {json.dumps(hostile)}\n---\n\nCounting down to the CUDA talk.\n\n{KERNEL_LOG}"
+    site = build_site(log)
+    for page in site.rglob("*.html"):  # <title> holds text only (RCDATA) until </title>: nothing may close it
+        text = page.read_text(encoding="utf-8")
+        assert len(re.findall(r"</title>", text, re.I)) == 1, page
+        assert "<script>alert" not in re.sub(r"<title>.*?</title>", "", text, flags=re.S | re.I), page
+    home = html(site, "worklog/index.html")
+    assert home.title.get_text().replace("\u200b", "").startswith(hostile)  # shown as written
+    assert home.find("article").find("h1").get_text().replace("\u200b", "").startswith(hostile)
+
+
 # --- problems the author must fix -------------------------------------------------------------
 
 
