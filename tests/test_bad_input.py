@@ -31,6 +31,7 @@ from worklog_gen.cli import main
 from worklog_gen.log import DiagnosticCode, load, parse
 from worklog_gen.log import fix as fixer
 from worklog_gen.log.files import MAX_FILE_BYTES, MAX_NESTING
+from worklog_gen.log.urls import is_script_url
 
 FIXTURE = Path(__file__).parent / "fixtures" / "real_logs"
 CLEAN_LOGS = ("tminus-worklog.md",)  # read by conftest.TMINUS_FIXTURE's tests, not built here
@@ -582,4 +583,9 @@ def test_a_site_never_publishes_a_script_link_and_sanitizes_on_request(tmp_path,
     day = (root / "site" / "worklog" / "2025-12-11" / "index.html").read_text(encoding="utf-8")
     assert 'href="https://arxiv.org/abs/2205.14135"' in day and "the paper" in day
     assert ("<script>alert(6)" in day) is not sanitize and ("onerror" in day) is not sanitize
+    feed = ET.fromstring((root / "site" / "feed.xml").read_bytes())
+    content = "".join(c.text for c in feed.iter("{http://www.w3.org/2005/Atom}content"))
+    hrefs = re.findall(r'(?:href|src)\s*=\s*"([^"]*)"', content, re.I)
+    assert len(hrefs) > 3 and not [h for h in hrefs if is_script_url(h)], hrefs  # as on the pages
+    assert ("<script>alert(6)" in content) is not sanitize and ("onerror" in content) is not sanitize
     assert mkdocs_build(root).returncode == 1  # each script link is a warning

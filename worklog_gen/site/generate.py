@@ -175,7 +175,7 @@ def generate(cfg: WorklogConfig, root: Path, *, site_name: str, site_url: str | 
             body = entry_body(e, ctx.entry_page(e), ctx)
             bodies[e.slug] = f"{bodies[e.slug]}\n\n---\n\n{body}" if e.slug in bodies else body
         extra[paths.FEED] = atom_feed(worklog, ctx.layout, title=site_name, site_url=site_url, author=site_author,
-                                      bodies=bodies)
+                                      bodies=bodies, sanitize=cfg.sanitize)
         if not site_url:
             site.messages.append(Message(Severity.INFO, f"worklog: {NO_SITE_URL}"))
     narrow, notes = fallback.narrow_files(extra, root / cfg.cache_dir)  # each chart's SVG for phones
