@@ -545,6 +545,28 @@ def test_script_links_are_reported_at_their_lines_and_never_kept():
     assert [link.url for link in entry.links] == ["https://arxiv.org/abs/2205.14135", "../index.md"]
 
 
+ATTR_LIST_LINKS = ("12/12/25 (T - 151)\n"
+                   "Read [the Nsight Compute guide](https://docs.nvidia.com/nsight-compute/){: href=\"javascript:alert(7)\" }\n"
+                   "and the roofline notes\n"
+                   "{: .note onclick=\"alert(8)\" src='java&#9;script:alert(9)' }\n"
+                   "Written as text, not applied: `{: href=\"javascript:alert(10)\"}` and \\{: href=\"javascript:alert(11)\"}.\n")
+
+
+def test_a_script_link_set_with_attr_list_is_reported_at_its_line():
+    log = parse(TMINUS + "\n" + ATTR_LIST_LINKS, "worklog/tminus.md")
+    found = [(d.line, d.code) for d in log.diagnostics if d.code is DiagnosticCode.UNSAFE_LINK]
+    assert found == [(8, DiagnosticCode.UNSAFE_LINK), (10, DiagnosticCode.UNSAFE_LINK)]
+    (entry,) = [e for e in log.entries if e.date.isoformat() == "2025-12-12"]
+    assert [link.url for link in entry.links] == ["https://docs.nvidia.com/nsight-compute/"]
+
+
+def test_generate_strict_fails_on_a_script_link_set_with_attr_list(tmp_path):
+    root = small_project(tmp_path)
+    (root / "worklog" / "tminus.md").write_text(TMINUS + "\n" + ATTR_LIST_LINKS, encoding="utf-8")
+    result = run_cli(root, "generate", "--strict", "--out", str(tmp_path / "generated"))
+    assert result.exit_code == 1 and "worklog/tminus.md:8: warning: a link that runs script" in result.output
+
+
 def test_sanitize_functions_without_mkdocs():
     from worklog_gen.site.sanitize import clean_html, drop_script_links
 
