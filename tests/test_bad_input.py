@@ -587,6 +587,21 @@ def test_sanitize_functions_without_mkdocs():
                         '<source><img src="roofline.vega.svg"></picture>')
 
 
+def test_the_sanitiser_as_a_markdown_extension_runs_on_marked_pages_only():
+    import markdown
+
+    from worklog_gen.site.sanitize import SANITIZE_MARK, SafeHTMLExtension, marked
+
+    post = ('---\ntitle: "Warp shuffles"\n---\n\n# Warp shuffles\n\n<img src=x onerror="alert(1)"> '
+            '`__shfl_down_sync` trees.\n\n```python\nnever closed\n')
+    page = marked(post)
+    assert page.startswith('---\ntitle: "Warp shuffles"\n---\n' + SANITIZE_MARK + "\n\n# Warp shuffles")
+    render = lambda text: markdown.markdown(text, extensions=["fenced_code", SafeHTMLExtension()])  # noqa: E731
+    assert 'onerror' not in render(page) and "<code>__shfl_down_sync</code>" in render(page)
+    assert SANITIZE_MARK not in render(page)
+    assert 'onerror="alert(1)"' in render(post)  # an unmarked page (the author's own docs) is left as it is
+
+
 @pytest.mark.parametrize("sanitize", [False, True])
 def test_a_site_never_publishes_a_script_link_and_sanitizes_on_request(tmp_path, sanitize):
     root = small_project(tmp_path)

@@ -318,7 +318,7 @@ def generate(out: Path, strict: bool, config_file: Path) -> None:
                                   build_date=_build_date(),
                                   home_at_root=not generator.has_home(
                                       p.relative_to(docs_dir).as_posix() for p in docs_dir.glob("*.md")))
-        written = generator.write_site(site, out, docs_dir=docs_dir, mkdocs_yml=config_file)
+        written = generator.write_site(site, out, docs_dir=docs_dir, mkdocs_yml=config_file, sanitize=cfg.sanitize)
     except PluginError as exc:
         raise click.ClickException(str(exc)) from exc
     for message in site.messages:

@@ -37,6 +37,7 @@ from worklog_gen.site.kernels import kernels_page
 from worklog_gen.site.layout import Layout
 from worklog_gen.site.old_links import OldSiteLinks
 from worklog_gen.site.pages import SiteContext, entry_body, nav_section, topic_page, worklog_pages
+from worklog_gen.site.sanitize import marked
 from worklog_gen.site.topics import match_topics
 from worklog_gen.log import Severity, Worklog, load
 
@@ -253,12 +254,18 @@ def read_config(mkdocs_yml: Path) -> dict:
     return data
 
 
-def engine_config(config: dict, docs_dir: str, nav: list, not_in_nav: Sequence[str] = ()) -> dict:
+def engine_config(config: dict, docs_dir: str, nav: list, not_in_nav: Sequence[str] = (),
+                  sanitize: bool = False) -> dict:
     """``config`` (a ``mkdocs.yml``'s data) for an engine that runs no MkDocs plugins: what the
     plugin's ``on_config`` adds (:mod:`~worklog_gen.site.settings`' extensions, fonts and features,
-    :mod:`~worklog_gen.site.assets`' styles and scripts) written out, the ``worklog`` plugin removed, ``docs_dir`` set to the generated folder and the whole nav spelled out; the patterns ``not_in_nav`` (the day pages, which the plugin marks not in the nav) are added to the author's."""
+    :mod:`~worklog_gen.site.assets`' styles and scripts) written out, the ``worklog`` plugin removed, ``docs_dir`` set to the generated folder and the whole nav spelled out; the patterns ``not_in_nav`` (the day pages, which the plugin marks not in the nav) are added to the author's.
+    With ``sanitize`` (the plugin's option), the sanitiser's markdown extension
+    (:class:`~worklog_gen.site.sanitize.SafeHTMLExtension`) is added too, to run on the pages
+    :func:`write_site` marks."""
     config = dict(config)
     config["markdown_extensions"] = settings.with_extensions(list(config.get("markdown_extensions") or []))
+    if sanitize:
+        config["markdown_extensions"].append("worklog_gen.site.sanitize")
     config["theme"] = settings.with_theme_defaults(config.get("theme"))
     config["extra_css"] = [*assets.stylesheet_paths(), *(config.get("extra_css") or [])]
     config["extra_javascript"] = [*assets.script_paths(), *(config.get("extra_javascript") or [])]
@@ -318,12 +325,14 @@ def _author_nav(docs: Path, not_in_nav: str | None = None) -> list:
     return nest_paths(f.src_uri for f in sorted(files, key=file_sort_key))
 
 
-def write_site(site: GeneratedSite, out: Path, *, docs_dir: Path, mkdocs_yml: Path) -> Path:
+def write_site(site: GeneratedSite, out: Path, *, docs_dir: Path, mkdocs_yml: Path, sanitize: bool = False) -> Path:
     """Write ``site`` for engines that run no MkDocs plugins.
 
     ``out/docs/`` gets a copy of ``docs_dir`` with every generated file added,
     ``out/nav.yml`` the nav fragment (MkDocs' ``nav`` form), and ``out/mkdocs.yml`` the project's
-    configuration as :func:`engine_config` rewrites it. ``out/docs`` is replaced only when an earlier
+    configuration as :func:`engine_config` rewrites it. With ``sanitize`` (the plugin's option), each
+    worklog page is marked for the sanitiser (:func:`~worklog_gen.site.sanitize.marked`), which the
+    written configuration names, so that the engine's HTML of it is sanitised as the plugin's is. ``out/docs`` is replaced only when an earlier
     run wrote it (:data:`GENERATED_MARK`), and never when it holds the project or its docs.
 
     Returns:
@@ -349,6 +358,8 @@ def write_site(site: GeneratedSite, out: Path, *, docs_dir: Path, mkdocs_yml: Pa
         path = inside(src, target)
         if path.exists():
             raise PluginError(f"worklog: {docs_dir.name}/{src} clashes with a page the worklog plugin generates")
+        if sanitize and src in site.sections[0].srcs:  # the worklog's pages, as the plugin sanitises them
+            content = marked(content)
         path.parent.mkdir(parents=True, exist_ok=True)
         if isinstance(content, bytes):
             path.write_bytes(content)
@@ -357,7 +368,7 @@ def write_site(site: GeneratedSite, out: Path, *, docs_dir: Path, mkdocs_yml: Pa
     data = read_config(mkdocs_yml)
     nav, _in_nav = with_sections(data.get("nav") or _author_nav(docs_dir, data.get("not_in_nav")), site.sections)
     (out / NAV_FILE).write_text(yaml.safe_dump(nav, sort_keys=False, allow_unicode=True), encoding="utf-8")
-    config = engine_config(data, "docs", nav, site.not_in_nav)
+    config = engine_config(data, "docs", nav, site.not_in_nav, sanitize=sanitize)
     config_path = out / "mkdocs.yml"
     config_path.write_text(
         "# Written by `worklog-gen generate` from the project's mkdocs.yml: the worklog plugin's\n"

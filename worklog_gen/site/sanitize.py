@@ -3,7 +3,9 @@
 Two passes, :func:`safe_html`, over the HTML a reader gets: a worklog page's (the plugin's
 ``on_page_content``, for the pages under the worklog's ``url_prefix``), once the page is written
 whole, its MathML, pictures and break points included, so that nothing written after it escapes
-it; and each entry of the feed. Plain functions, so that tests need no MkDocs:
+it; and each entry of the feed. For an engine that runs no MkDocs plugin (Zensical), the same
+passes are a Python-Markdown extension, :class:`SafeHTMLExtension`, which ``worklog-gen generate``
+names in the configuration it writes. Plain functions, so that tests need no MkDocs:
 
 - :func:`drop_script_links`, always: an ``href`` or ``src`` (or ``action``, ``formaction``,
   ``xlink:href``) that runs script when followed (``javascript:``, ``vbscript:``) is removed from
@@ -22,6 +24,9 @@ from __future__ import annotations
 
 import html as html_lib
 import re
+
+from markdown.extensions import Extension
+from markdown.postprocessors import Postprocessor
 
 from worklog_gen.log.urls import tags_with_script_urls
 from worklog_gen.site.math import MATHML_ATTRIBUTES, MATHML_ELEMENTS
@@ -104,3 +109,37 @@ def _srcset(element: str, attribute: str, value: str) -> str | None:
     return value
 
 
+
+
+SANITIZE_MARK = "<!-- worklog-gen: sanitize -->"
+"""The line that asks :class:`SafeHTMLExtension` to sanitise a page (:func:`marked`). Only the
+generator writes it, at the top of each worklog page; written anywhere else, it only turns the
+sanitiser on, never off."""
+
+
+def marked(page: str) -> str:
+    """A page's markdown with :data:`SANITIZE_MARK` as its first block, after its front matter, before
+    any of the author's text (which could otherwise hide it in an unclosed code block)."""
+    end = page.index("\n---\n", 4) + len("\n---\n") if page.startswith("---\n") else 0
+    return f"{page[:end]}{SANITIZE_MARK}\n\n{page[end:].lstrip(chr(10))}"
+
+
+class SafeHTMLExtension(Extension):
+    """Python-Markdown extension ``worklog_gen.site.sanitize``: a page that holds :data:`SANITIZE_MARK`
+    is rendered, then passed whole through :func:`safe_html` with ``sanitize`` on (which removes the
+    mark, a comment), as the plugin's ``on_page_content`` passes a worklog page. For an engine that
+    runs Python-Markdown but no MkDocs plugin (Zensical): ``worklog-gen generate`` names it in the
+    ``mkdocs.yml`` it writes when ``sanitize`` is on."""
+
+    def extendMarkdown(self, md) -> None:
+        md.postprocessors.register(_Sanitised(md), "worklog_sanitize", -1000)  # below every other: last
+
+
+class _Sanitised(Postprocessor):
+    def run(self, text: str) -> str:
+        return safe_html(text, sanitize=True) if SANITIZE_MARK in text else text
+
+
+def makeExtension(**kwargs) -> SafeHTMLExtension:  # noqa: N802 - the name Python-Markdown looks up
+    """The extension, as Python-Markdown loads it by the module's name."""
+    return SafeHTMLExtension(**kwargs)
