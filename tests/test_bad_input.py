@@ -186,14 +186,26 @@ def test_a_log_file_linked_from_outside_the_folder_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("option, value", [("worklog_dir", "../elsewhere"), ("freeze_dir", "/tmp"),
-                                           ("topics", [{"id": "x", "title": "X", "notebook": "../x.py"}])])
+                                           ("topics", [{"id": "x", "title": "X", "notebook": "../x.py"}]),
+                                           ("url_prefix", "../../escape"), ("url_prefix", "kernels/../..")])
 def test_config_paths_stay_inside_the_project(tmp_path, option, value):
     root = project(tmp_path, plugin={option: value})
     result = mkdocs_build(root, strict=False)
     assert result.returncode == 1
     assert "leads outside" in result.stdout and "mkdocs.yml" in result.stdout
-    status = CliRunner().invoke(main, ["status", "-f", str(root / "mkdocs.yml")])
-    assert status.exit_code == 2 and "leads outside" in status.output  # a configuration problem
+    assert not (tmp_path / "escape").exists() and not list(tmp_path.glob("*.html"))
+    for command in (["status"], ["generate", "--out", str(tmp_path / "generated")]):
+        result = CliRunner().invoke(main, [*command, "-f", str(root / "mkdocs.yml")])
+        assert result.exit_code == 2 and "leads outside" in result.output  # a configuration problem
+    assert not (tmp_path / "generated").exists()
+
+
+@pytest.mark.parametrize("value", ["/", "", "."])
+def test_url_prefix_names_a_folder_of_the_site(tmp_path, value):
+    root = project(tmp_path, plugin={"url_prefix": value})  # never built: '/' put the pages in the machine's /
+    for command in (["status"], ["generate", "--out", str(tmp_path / "generated")]):
+        result = CliRunner().invoke(main, [*command, "-f", str(root / "mkdocs.yml")])
+        assert result.exit_code == 2 and "'url_prefix'" in result.output and "names no folder" in result.output
 
 
 def test_generate_out_never_replaces_a_folder_it_did_not_write(tmp_path):
