@@ -208,22 +208,44 @@ def test_url_prefix_names_a_folder_of_the_site(tmp_path, value):
         assert result.exit_code == 2 and "'url_prefix'" in result.output and "names no folder" in result.output
 
 
-def test_generate_out_never_replaces_a_folder_it_did_not_write(tmp_path):
+def _tree(folder: Path) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_generate_out_never_writes_over_files_it_did_not_write(tmp_path, monkeypatch):
     root = project(tmp_path)
-    config = str(root / "mkdocs.yml")
-    for out in (root, root / "docs" / ".."):  # the project's own docs/ would be replaced
-        result = CliRunner().invoke(main, ["generate", "--out", str(out), "-f", config])
-        assert result.exit_code == 1 and "holds the project" in result.output
-    assert (root / "docs" / "index.md").read_text() == "# Home\n"
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "mkdocs.yml").write_text("site_name: my other site\n")
+    monkeypatch.setenv("HOME", str(home))
+    content = root.parent / "content-project"
+    shutil.copytree(root, content)
+    (content / "docs").rename(content / "content")
+    config = yaml.safe_load((content / "mkdocs.yml").read_text())
+    (content / "mkdocs.yml").write_text(yaml.safe_dump({**config, "docs_dir": "content"}, sort_keys=False))
+    before = _tree(tmp_path)
+    refused = [(root, out, "holds the project") for out in (".", "..", str(root / "docs" / ".."))]
+    refused += [(root, out, "inside the project's") for out in ("docs", "docs/generated", "worklog/site")]
+    refused += [(root, os.path.expanduser("~"), "did not write"), (content, ".", "holds the project")]
+    for project_root, out, why in refused:
+        result = run_cli(project_root, "generate", "--out", out)
+        assert result.exit_code == 2 and why in result.output, (out, result.output)
+        assert len(result.output.strip().splitlines()) == 1 and "--out" in result.output
+    assert _tree(tmp_path) == before  # nothing written, nothing replaced
     mine = tmp_path / "mine"
     (mine / "docs").mkdir(parents=True)
     (mine / "docs" / "keep.md").write_text("mine\n")
-    result = CliRunner().invoke(main, ["generate", "--out", str(mine), "-f", config])
-    assert result.exit_code == 1 and "did not write" in result.output and (mine / "docs" / "keep.md").exists()
+    result = run_cli(root, "generate", "--out", str(mine))
+    assert result.exit_code == 2 and "did not write" in result.output and (mine / "docs" / "keep.md").exists()
     out = tmp_path / "generated"
     for _ in range(2):  # its own output it replaces
-        result = CliRunner().invoke(main, ["generate", "--out", str(out), "-f", config])
+        result = run_cli(root, "generate", "--out", str(out))
         assert result.exit_code == 0, result.output
+    earlier = tmp_path / "earlier"  # written by a version that marked only its docs/
+    (earlier / "docs").mkdir(parents=True)
+    (earlier / "docs" / ".worklog-gen-generated").write_text("")
+    (earlier / "mkdocs.yml").write_text("site_name: x\n")
+    assert run_cli(root, "generate", "--out", str(earlier)).exit_code == 0
 
 
 @pytest.mark.parametrize("front_matter, expected", [
