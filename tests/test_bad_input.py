@@ -580,10 +580,12 @@ def test_script_links_are_reported_at_their_lines_and_never_kept():
 
 
 ATTR_LIST_LINKS = ("12/12/25 (T - 151)\n"
-                   "Read [the Nsight Compute guide](https://docs.nvidia.com/nsight-compute/){: href=\"javascript:alert(7)\" }\n"
+                   "Read [the Nsight Compute guide](https://docs.nvidia.com/nsight-compute/)"
+                   "{: href=\"javascript:alert(7)\" }\n"
                    "and the roofline notes\n"
                    "{: .note onclick=\"alert(8)\" src='java&#9;script:alert(9)' }\n"
-                   "Written as text, not applied: `{: href=\"javascript:alert(10)\"}` and \\{: href=\"javascript:alert(11)\"}.\n")
+                   "Written as text, not applied: `{: href=\"javascript:alert(10)\"}` and "
+                   "\\{: href=\"javascript:alert(11)\"}.\n")
 
 
 def test_a_script_link_set_with_attr_list_is_reported_at_its_line():

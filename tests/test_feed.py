@@ -61,7 +61,8 @@ def test_empty_log_is_still_a_valid_feed(make_log):
 
 HOSTILE = ("Profiled the softmax kernel <img src=x onerror=\"alert(1)\"><script>alert(2)</script>.\n"
            "<a href=\"#\" onclick=\"alert(3)\">ncu report</a>, [the paper](javascript:alert(4)),\n"
-           "[a roofline](data:text/html,<script>alert(5)</script>) and [FlashAttention](https://arxiv.org/abs/2205.14135).\n\n"
+           "[a roofline](data:text/html,<script>alert(5)</script>) and "
+           "[FlashAttention](https://arxiv.org/abs/2205.14135).\n\n"
            "<base href=\"https://evil.example/\"><form action=\"https://evil.example/\"><button>Go</button></form>\n")
 
 

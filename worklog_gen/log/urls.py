@@ -17,6 +17,7 @@ URL_ATTRIBUTES = frozenset({"href", "src", "action", "formaction", "xlink:href"}
 """Attributes that hold a URL a reader's browser follows or loads."""
 _ATTR_LIST = re.compile(r"(?<!\\)\{:?[ ]*")
 """Where Python-Markdown's ``attr_list`` starts reading attributes: ``{:`` or ``{``, not escaped."""
+_SCHEME = re.compile(r"([a-z][a-z0-9+.-]*):")
 _IGNORED_IN_SCHEME = re.compile(r"[\x00-\x20\x7f]+")
 """What browsers drop from a URL before reading its scheme: ASCII whitespace and control characters
 (WHATWG URL parser: leading C0 controls and spaces, and every tab and newline)."""
@@ -28,6 +29,14 @@ def is_script_url(url: str) -> bool:
     of :data:`SCRIPT_SCHEMES`."""
     plain = _IGNORED_IN_SCHEME.sub("", html_lib.unescape(url)).lower()
     return plain.startswith(SCRIPT_SCHEMES)
+
+
+def url_scheme(url: str) -> str:
+    """``url``'s scheme (an attribute's value, entities decoded or not) as a browser reads it: case,
+    whitespace and control characters ignored, lowercase, without its ``:``; ``""`` for a relative URL."""
+    plain = _IGNORED_IN_SCHEME.sub("", html_lib.unescape(url)).lower()
+    scheme = _SCHEME.match(plain)
+    return scheme.group(1) if scheme else ""
 
 
 def script_urls(html: str) -> list[tuple[int, str]]:

@@ -16,19 +16,19 @@ names in the configuration it writes. Plain functions, so that tests need no MkD
 - :func:`clean_html`, with the plugin's ``sanitize`` option: the whole page through the ``nh3``
   sanitiser (Rust's ammonia): only the elements and attributes markdown and the generated pages
   use (the MathML of :mod:`worklog_gen.site.math` included), links to ``http``, ``https``,
-  ``mailto`` or relative targets only, no script, style or event handler. For a log whose text the site's owner does not write alone (a shared log that
-  takes pull requests), where an entry's raw HTML is otherwise published as written.
+  ``mailto`` or relative targets only, no script, style or event handler. For a log whose text the
+  site's owner does not write alone (a shared log that takes pull requests), where an entry's raw
+  HTML is otherwise published as written.
 """
 
 from __future__ import annotations
 
-import html as html_lib
 import re
 
 from markdown.extensions import Extension
 from markdown.postprocessors import Postprocessor
 
-from worklog_gen.log.urls import tags_with_script_urls
+from worklog_gen.log.urls import tags_with_script_urls, url_scheme
 from worklog_gen.site.math import MATHML_ATTRIBUTES, MATHML_ELEMENTS
 
 ALLOWED_TAGS = frozenset({
@@ -55,8 +55,6 @@ ALLOWED_ATTRIBUTES = {
 """Attributes :func:`clean_html` keeps, per element (``*``: on every kept element)."""
 URL_SCHEMES = frozenset({"http", "https", "mailto"})
 """Schemes a link or image may have after :func:`clean_html`; relative URLs are kept too."""
-_SCHEME = re.compile(r"^([a-z][a-z0-9+.-]*):")
-_IGNORED_IN_SCHEME = re.compile(r"[\x00-\x20\x7f]+")
 
 
 def safe_html(html: str, *, sanitize: bool) -> str:
@@ -98,17 +96,12 @@ def clean_html(html: str) -> str:
 
 def _srcset(element: str, attribute: str, value: str) -> str | None:
     """nh3's attribute filter: ``value`` as it is, unless it is a ``srcset`` with an image whose URL
-    has a scheme outside :data:`URL_SCHEMES` (read as a browser reads it: case, whitespace and control
-    characters ignored); then ``None``, which drops it."""
+    has a scheme (:func:`~worklog_gen.log.urls.url_scheme`) outside :data:`URL_SCHEMES`; then
+    ``None``, which drops it."""
     if attribute != "srcset":
         return value
-    for candidate in html_lib.unescape(value).split(","):
-        url = _IGNORED_IN_SCHEME.sub("", candidate.strip().split(" ")[0]).lower()
-        if (scheme := _SCHEME.match(url)) and scheme.group(1) not in URL_SCHEMES:
-            return None
-    return value
-
-
+    schemes = {url_scheme(candidate.strip().split(" ")[0]) for candidate in value.split(",")}
+    return value if schemes <= {"", *URL_SCHEMES} else None
 
 
 SANITIZE_MARK = "<!-- worklog-gen: sanitize -->"
