@@ -31,6 +31,7 @@ from worklog_gen.cli import main
 from worklog_gen.log import DiagnosticCode, load, parse
 from worklog_gen.log import fix as fixer
 from worklog_gen.log.files import MAX_FILE_BYTES, MAX_NESTING
+from worklog_gen.log.urls import is_script_url
 
 FIXTURE = Path(__file__).parent / "fixtures" / "real_logs"
 CLEAN_LOGS = ("tminus-worklog.md",)  # read by conftest.TMINUS_FIXTURE's tests, not built here
@@ -185,32 +186,66 @@ def test_a_log_file_linked_from_outside_the_folder_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("option, value", [("worklog_dir", "../elsewhere"), ("freeze_dir", "/tmp"),
-                                           ("topics", [{"id": "x", "title": "X", "notebook": "../x.py"}])])
+                                           ("topics", [{"id": "x", "title": "X", "notebook": "../x.py"}]),
+                                           ("url_prefix", "../../escape"), ("url_prefix", "kernels/../..")])
 def test_config_paths_stay_inside_the_project(tmp_path, option, value):
     root = project(tmp_path, plugin={option: value})
     result = mkdocs_build(root, strict=False)
     assert result.returncode == 1
     assert "leads outside" in result.stdout and "mkdocs.yml" in result.stdout
-    status = CliRunner().invoke(main, ["status", "-f", str(root / "mkdocs.yml")])
-    assert status.exit_code == 2 and "leads outside" in status.output  # a configuration problem
+    assert not (tmp_path / "escape").exists() and not list(tmp_path.glob("*.html"))
+    for command in (["status"], ["generate", "--out", str(tmp_path / "generated")]):
+        result = CliRunner().invoke(main, [*command, "-f", str(root / "mkdocs.yml")])
+        assert result.exit_code == 2 and "leads outside" in result.output  # a configuration problem
+    assert not (tmp_path / "generated").exists()
 
 
-def test_generate_out_never_replaces_a_folder_it_did_not_write(tmp_path):
+@pytest.mark.parametrize("value", ["/", "", "."])
+def test_url_prefix_names_a_folder_of_the_site(tmp_path, value):
+    root = project(tmp_path, plugin={"url_prefix": value})  # never built: '/' put the pages in the machine's /
+    for command in (["status"], ["generate", "--out", str(tmp_path / "generated")]):
+        result = CliRunner().invoke(main, [*command, "-f", str(root / "mkdocs.yml")])
+        assert result.exit_code == 2 and "'url_prefix'" in result.output and "names no folder" in result.output
+
+
+def _tree(folder: Path) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_generate_out_never_writes_over_files_it_did_not_write(tmp_path, monkeypatch):
     root = project(tmp_path)
-    config = str(root / "mkdocs.yml")
-    for out in (root, root / "docs" / ".."):  # the project's own docs/ would be replaced
-        result = CliRunner().invoke(main, ["generate", "--out", str(out), "-f", config])
-        assert result.exit_code == 1 and "holds the project" in result.output
-    assert (root / "docs" / "index.md").read_text() == "# Home\n"
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "mkdocs.yml").write_text("site_name: my other site\n")
+    monkeypatch.setenv("HOME", str(home))
+    content = root.parent / "content-project"
+    shutil.copytree(root, content)
+    (content / "docs").rename(content / "content")
+    config = yaml.safe_load((content / "mkdocs.yml").read_text())
+    (content / "mkdocs.yml").write_text(yaml.safe_dump({**config, "docs_dir": "content"}, sort_keys=False))
+    before = _tree(tmp_path)
+    refused = [(root, out, "holds the project") for out in (".", "..", str(root / "docs" / ".."))]
+    refused += [(root, out, "inside the project's") for out in ("docs", "docs/generated", "worklog/site")]
+    refused += [(root, os.path.expanduser("~"), "did not write"), (content, ".", "holds the project")]
+    for project_root, out, why in refused:
+        result = run_cli(project_root, "generate", "--out", out)
+        assert result.exit_code == 2 and why in result.output, (out, result.output)
+        assert len(result.output.strip().splitlines()) == 1 and "--out" in result.output
+    assert _tree(tmp_path) == before  # nothing written, nothing replaced
     mine = tmp_path / "mine"
     (mine / "docs").mkdir(parents=True)
     (mine / "docs" / "keep.md").write_text("mine\n")
-    result = CliRunner().invoke(main, ["generate", "--out", str(mine), "-f", config])
-    assert result.exit_code == 1 and "did not write" in result.output and (mine / "docs" / "keep.md").exists()
+    result = run_cli(root, "generate", "--out", str(mine))
+    assert result.exit_code == 2 and "did not write" in result.output and (mine / "docs" / "keep.md").exists()
     out = tmp_path / "generated"
     for _ in range(2):  # its own output it replaces
-        result = CliRunner().invoke(main, ["generate", "--out", str(out), "-f", config])
+        result = run_cli(root, "generate", "--out", str(out))
         assert result.exit_code == 0, result.output
+    earlier = tmp_path / "earlier"  # written by a version that marked only its docs/
+    (earlier / "docs").mkdir(parents=True)
+    (earlier / "docs" / ".worklog-gen-generated").write_text("")
+    (earlier / "mkdocs.yml").write_text("site_name: x\n")
+    assert run_cli(root, "generate", "--out", str(earlier)).exit_code == 0
 
 
 @pytest.mark.parametrize("front_matter, expected", [
@@ -544,6 +579,30 @@ def test_script_links_are_reported_at_their_lines_and_never_kept():
     assert [link.url for link in entry.links] == ["https://arxiv.org/abs/2205.14135", "../index.md"]
 
 
+ATTR_LIST_LINKS = ("12/12/25 (T - 151)\n"
+                   "Read [the Nsight Compute guide](https://docs.nvidia.com/nsight-compute/)"
+                   "{: href=\"javascript:alert(7)\" }\n"
+                   "and the roofline notes\n"
+                   "{: .note onclick=\"alert(8)\" src='java&#9;script:alert(9)' }\n"
+                   "Written as text, not applied: `{: href=\"javascript:alert(10)\"}` and "
+                   "\\{: href=\"javascript:alert(11)\"}.\n")
+
+
+def test_a_script_link_set_with_attr_list_is_reported_at_its_line():
+    log = parse(TMINUS + "\n" + ATTR_LIST_LINKS, "worklog/tminus.md")
+    found = [(d.line, d.code) for d in log.diagnostics if d.code is DiagnosticCode.UNSAFE_LINK]
+    assert found == [(8, DiagnosticCode.UNSAFE_LINK), (10, DiagnosticCode.UNSAFE_LINK)]
+    (entry,) = [e for e in log.entries if e.date.isoformat() == "2025-12-12"]
+    assert [link.url for link in entry.links] == ["https://docs.nvidia.com/nsight-compute/"]
+
+
+def test_generate_strict_fails_on_a_script_link_set_with_attr_list(tmp_path):
+    root = small_project(tmp_path)
+    (root / "worklog" / "tminus.md").write_text(TMINUS + "\n" + ATTR_LIST_LINKS, encoding="utf-8")
+    result = run_cli(root, "generate", "--strict", "--out", str(tmp_path / "generated"))
+    assert result.exit_code == 1 and "worklog/tminus.md:8: warning: a link that runs script" in result.output
+
+
 def test_sanitize_functions_without_mkdocs():
     from worklog_gen.site.sanitize import clean_html, drop_script_links
 
@@ -558,6 +617,25 @@ def test_sanitize_functions_without_mkdocs():
                          '<img src="tree.svg" onerror="y" width="3"><code class="language-py">x</code></p>')
     assert cleaned == ('<p>a<a>b</a><a href="mailto:me@example.org">c</a><img src="tree.svg" width="3">'
                        '<code class="language-py">x</code></p>')
+    pictures = clean_html('<picture><source srcset="roofline.narrow.svg" media="(max-width: 600px)">'
+                          '<source srcset="data:image/svg+xml,x 2x, r.svg"><img src="roofline.vega.svg"></picture>')
+    assert pictures == ('<picture><source srcset="roofline.narrow.svg" media="(max-width: 600px)">'
+                        '<source><img src="roofline.vega.svg"></picture>')
+
+
+def test_the_sanitiser_as_a_markdown_extension_runs_on_marked_pages_only():
+    import markdown
+
+    from worklog_gen.site.sanitize import SANITIZE_MARK, SafeHTMLExtension, marked
+
+    post = ('---\ntitle: "Warp shuffles"\n---\n\n# Warp shuffles\n\n<img src=x onerror="alert(1)"> '
+            '`__shfl_down_sync` trees.\n\n```python\nnever closed\n')
+    page = marked(post)
+    assert page.startswith('---\ntitle: "Warp shuffles"\n---\n' + SANITIZE_MARK + "\n\n# Warp shuffles")
+    render = lambda text: markdown.markdown(text, extensions=["fenced_code", SafeHTMLExtension()])  # noqa: E731
+    assert 'onerror' not in render(page) and "<code>__shfl_down_sync</code>" in render(page)
+    assert SANITIZE_MARK not in render(page)
+    assert 'onerror="alert(1)"' in render(post)  # an unmarked page (the author's own docs) is left as it is
 
 
 @pytest.mark.parametrize("sanitize", [False, True])
@@ -578,4 +656,9 @@ def test_a_site_never_publishes_a_script_link_and_sanitizes_on_request(tmp_path,
     day = (root / "site" / "worklog" / "2025-12-11" / "index.html").read_text(encoding="utf-8")
     assert 'href="https://arxiv.org/abs/2205.14135"' in day and "the paper" in day
     assert ("<script>alert(6)" in day) is not sanitize and ("onerror" in day) is not sanitize
+    feed = ET.fromstring((root / "site" / "feed.xml").read_bytes())
+    content = "".join(c.text for c in feed.iter("{http://www.w3.org/2005/Atom}content"))
+    hrefs = re.findall(r'(?:href|src)\s*=\s*"([^"]*)"', content, re.I)
+    assert len(hrefs) > 3 and not [h for h in hrefs if is_script_url(h)], hrefs  # as on the pages
+    assert ("<script>alert(6)" in content) is not sanitize and ("onerror" in content) is not sanitize
     assert mkdocs_build(root).returncode == 1  # each script link is a warning

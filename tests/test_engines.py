@@ -176,3 +176,37 @@ def test_generated_config_drops_the_plugin_and_spells_out_the_nav(tmp_path):
     assert {"Overview": "kernels.md"} in kernels
     assert not [p for p in nav_paths(nav) if re.search(r"\d{4}-\d\d-\d\d", p)]  # day pages: out of the nav
     assert config["not_in_nav"].splitlines() == ["/notes/", "/worklog/[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*.md"]
+
+
+SHARED_LOG = """\
+12/11/25 (T - 152)
+
+Profiled the fused softmax: $\\frac{2 \\cdot 4096 \\cdot 4 \\text{ B}}{t}$ is 3.1 TB/s, near the copy roof.
+<img src=x onerror="alert(1)"><script>alert(2)</script>
+<a href="https://triton-lang.org" onclick="alert(3)">Triton's tutorial</a>, read again.
+
+Tried num_warps 8
+{: onmouseover="alert(4)" }
+"""
+
+
+def test_generate_with_sanitize_hands_zensical_sanitised_pages(tmp_path):
+    import yaml
+
+    project = tmp_path / "shared"
+    (project / "docs").mkdir(parents=True)
+    (project / "worklog").mkdir()
+    (project / "docs" / "index.md").write_text("# Home\n", encoding="utf-8")
+    (project / "worklog" / "tminus.md").write_text(SHARED_LOG, encoding="utf-8")
+    (project / "mkdocs.yml").write_text("site_name: A shared kernels log\ntheme: material\n"
+                                        "plugins:\n  - worklog:\n      sanitize: true\n", encoding="utf-8")
+    out = tmp_path / "generated"
+    _run([sys.executable, "-m", "worklog_gen", "generate", "--out", str(out)], cwd=project)
+    config = yaml.safe_load((out / "mkdocs.yml").read_text(encoding="utf-8"))
+    assert "worklog_gen.site.sanitize" in config["markdown_extensions"]  # the sanitiser, for Zensical to run
+    _run([_tool("zensical"), "build", "-f", str(out / "mkdocs.yml")])
+    day = (out / "site" / "worklog" / "2025-12-11" / "index.html").read_text(encoding="utf-8")
+    assert "3.1 TB/s" in day and "arithmatex" in day and 'href="https://triton-lang.org"' in day
+    for page in (out / "site" / "worklog").rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        assert not [bad for bad in ("alert(", "onerror", "onclick", "onmouseover") if bad in text], page

@@ -57,3 +57,21 @@ def test_ids_are_stable_across_builds(log):
 def test_empty_log_is_still_a_valid_feed(make_log):
     root = ET.fromstring(atom_feed(make_log([]), CFG, title="t"))
     assert root.findall(f"{A}entry") == [] and root.find(f"{A}updated").text
+
+
+HOSTILE = ("Profiled the softmax kernel <img src=x onerror=\"alert(1)\"><script>alert(2)</script>.\n"
+           "<a href=\"#\" onclick=\"alert(3)\">ncu report</a>, [the paper](javascript:alert(4)),\n"
+           "[a roofline](data:text/html,<script>alert(5)</script>) and "
+           "[FlashAttention](https://arxiv.org/abs/2205.14135).\n\n"
+           "<base href=\"https://evil.example/\"><form action=\"https://evil.example/\"><button>Go</button></form>\n")
+
+
+@pytest.mark.parametrize("sanitize", [False, True])
+def test_feed_content_is_made_safe_as_the_pages_are(make_entry, make_log, sanitize):
+    log = make_log([make_entry("2025-12-11", HOSTILE, 152)])
+    root = ET.fromstring(atom_feed(log, CFG, title="t", site_url="https://me.github.io/log", sanitize=sanitize))
+    content = root.find(f"{A}entry").find(f"{A}content").text
+    assert "javascript:" not in content  # always dropped, as the pages drop it
+    assert '<a href="https://arxiv.org/abs/2205.14135">FlashAttention</a>' in content
+    unsafe = ["<script", "onerror", "onclick", "<base", "<form", "data:"]
+    assert [u for u in unsafe if u in content] == ([] if sanitize else unsafe)

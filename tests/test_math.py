@@ -34,7 +34,7 @@ def test_a_formula_that_cannot_be_converted_stays_tex_and_is_reported(monkeypatc
     def refuse(tex, **kwargs):
         raise NotImplementedError("\\unknowncommand")
 
-    monkeypatch.setattr(latex2mathml.converter, "convert", refuse)
+    monkeypatch.setattr(latex2mathml.converter, "convert_to_element", refuse)
     page = '<p><span class="arithmatex">\\(\\unknowncommand x\\)</span></p>'
     out, failed = page_mathml(page)
     assert out == page
@@ -50,3 +50,19 @@ def test_html_without_math_is_untouched():
 def test_a_command_latex2mathml_does_not_know_is_reported_not_drawn_as_a_name():
     out, failed = page_mathml('<span class="arithmatex">\\(\\foo x\\)</span>')
     assert "<math" not in out and [f.error for f in failed] == ["ValueError: unknown command \\foo"]
+
+
+def test_text_in_a_formula_is_text_and_no_link_or_handler_is_written():
+    page = ('<p>The tile loop <span class="arithmatex">\\(\\text{&lt;img/src/onerror=alert(1)&gt;} '
+            '\\times \\text{BLOCK\\_M}\\)</span></p>\n'
+            '<div class="arithmatex">\\[\\href{javascript:alert(3)}{\\mathrm{TFLOP/s}} = '
+            '\\style{background:url(x)}{\\class{roof}{I}} \\cdot \\text{GB/s}\\]</div>')
+    out, failed = page_mathml(page)
+    assert not failed
+    assert "<img" not in out and "&lt;img/src/onerror=alert(1)&gt;</mtext>" in out  # shown as text, not parsed
+    tags = re.findall(r"<(\w+)((?:\s[^>]*)?)>", out)
+    attributes = {name for _, attrs in tags for name in re.findall(r"([\w:-]+)=", attrs)}
+    assert not attributes & {"href", "style", "onerror"}, attributes
+    assert {tag for tag, _ in tags} <= {"p", "span", "div", "math", "semantics", "annotation", "mrow", "mi", "mo",
+                                        "mn", "mtext"}
+    assert "javascript:alert(3)" in re.search(r"<annotation[^>]*>(.*?)</annotation>", out.split("<div")[1]).group(1)

@@ -246,6 +246,56 @@ def test_without_directory_urls_the_heatmap_links_html_files(build_site):
     assert (site / "worklog/2025-11-30.html").exists()
 
 
+# --- sanitize: the sanitiser sees each page last ------------------------------------------------
+
+KERNEL_LOG = """\
+12/09/25 (T - 154)
+
+Timed the tiled GEMM: $\\frac{2MNK}{t}$ at 4096 is 610 TFLOP/s, against
+`torch.nn.functional.scaled_dot_product_attention` for the attention step.
+
+$$\\text{arithmetic intensity} = \\frac{\\text{FLOPs}}{\\text{bytes}}$$
+"""
+
+
+def test_sanitize_keeps_the_math_names_and_charts_the_site_writes(build_site):
+    site = build_site(KERNEL_LOG, plugin={"sanitize": True})
+    day = html(site, "worklog/2025-12-09/index.html").find("article")
+    assert day.find("math", display="inline").find("mfrac") is not None
+    assert day.find("math", display="block").find("annotation", encoding="application/x-tex") is not None
+    assert day.find("code").find("wbr") is not None  # break points in the long name
+    home = html(site, "worklog/index.html").find("article")
+    source = home.find("picture").find("source")  # the heatmap's narrow SVG for phones
+    assert source["srcset"].endswith(".narrow.svg") and source["media"]
+
+
+def test_sanitize_runs_after_the_math_is_written(build_site, monkeypatch):
+    from worklog_gen.site import math
+
+    def careless(tex, *, display):  # a converter that lets markup through, as latex2mathml's string output did
+        return '<math><mtext><img src="x" onerror="alert(1)"></mtext><mrow href="javascript:alert(3)"></mrow></math>'
+
+    monkeypatch.setattr(math, "to_mathml", careless)
+    page = (build_site(KERNEL_LOG, plugin={"sanitize": True}) / "worklog/2025-12-09/index.html").read_text()
+    assert "<math>" in page and "onerror" not in page and "javascript:" not in page
+
+
+# --- a log's own title ----------------------------------------------------------------------------
+
+
+def test_a_log_title_is_text_in_every_slot_of_the_home(build_site):
+    hostile = "</title><script>alert('GEMM')</script> & <b>tiles</b>"
+    log = f"---\ntitle: {json.dumps(hostile)}\n---\n\nCounting down to the CUDA talk.\n\n{KERNEL_LOG}"
+    site = build_site(log)
+    for page in site.rglob("*.html"):  # <title> holds text only (RCDATA) until </title>: nothing may close it
+        text = page.read_text(encoding="utf-8")
+        assert len(re.findall(r"</title>", text, re.I)) == 1, page
+        assert "<script>alert" not in re.sub(r"<title>.*?</title>", "", text, flags=re.S | re.I), page
+    home = html(site, "worklog/index.html")
+    assert home.title.get_text().replace("\u200b", "").startswith(hostile)  # shown as written
+    assert home.find("article").find("h1").get_text().replace("\u200b", "").startswith(hostile)
+
+
 # --- problems the author must fix -------------------------------------------------------------
 
 

@@ -293,7 +293,7 @@ def execute(notebooks: tuple[Path, ...], force: bool, timeout: int, kernel_name:
 @main.command()
 @click.option("--out", "out", default="build/generated", show_default=True,
               type=click.Path(file_okay=False, path_type=Path),
-              help="Folder to write docs/, nav.yml and mkdocs.yml into.")
+              help="Folder to write docs/, nav.yml and mkdocs.yml into: a new or empty one, or one it wrote before.")
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings, as `mkdocs build --strict` fails on them.")
 @CONFIG_OPTION
 def generate(out: Path, strict: bool, config_file: Path) -> None:
@@ -301,7 +301,9 @@ def generate(out: Path, strict: bool, config_file: Path) -> None:
 
     OUT/docs/ gets the project's docs/ plus the worklog, topic and Kernels pages, their
     images and data, and feed.xml; OUT/nav.yml the nav; OUT/mkdocs.yml the project's
-    configuration without the plugin. Then: `zensical build -f OUT/mkdocs.yml`.
+    configuration without the plugin. Then: `zensical build -f OUT/mkdocs.yml`. OUT must be a
+    folder of its own: not the project's folder or one above it, nor inside its docs or worklog
+    folders, and new, empty or written by an earlier run (exit 2 otherwise).
     """
     from mkdocs.exceptions import PluginError
 
@@ -312,13 +314,17 @@ def generate(out: Path, strict: bool, config_file: Path) -> None:
     data = generator.read_config(config_file)
     docs_dir = root / data.get("docs_dir", "docs")
     try:
+        generator.check_out(out, cfg, root, docs_dir)  # before the work, which takes a while
+    except generator.OutFolderRefused as exc:
+        raise UsageProblem(str(exc)) from exc
+    try:
         site = generator.generate(cfg, root, site_name=data.get("site_name") or "", site_url=data.get("site_url"),
                                   site_author=data.get("site_author"),
                                   use_directory_urls=data.get("use_directory_urls", True),
                                   build_date=_build_date(),
                                   home_at_root=not generator.has_home(
                                       p.relative_to(docs_dir).as_posix() for p in docs_dir.glob("*.md")))
-        written = generator.write_site(site, out, docs_dir=docs_dir, mkdocs_yml=config_file)
+        written = generator.write_site(site, out, cfg, docs_dir=docs_dir, mkdocs_yml=config_file)
     except PluginError as exc:
         raise click.ClickException(str(exc)) from exc
     for message in site.messages:

@@ -6,6 +6,7 @@ The CLI reads them from ``./mkdocs.yml`` without building the site.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,7 +129,8 @@ def read_mkdocs_yml(path: str | Path) -> dict:
 def check_config(cfg: WorklogConfig, root: Path, config_file: str | Path) -> None:
     """Raise unless every path option stays inside ``root``, the folder of ``mkdocs.yml``
     (:func:`worklog_gen.paths.inside`: ``worklog_dir``, ``freeze_dir``, ``cache_dir`` and each topic's
-    ``notebook``), and every topic id is unique and URL-safe (``[a-z0-9_-]``, it is part of a URL).
+    ``notebook``), ``url_prefix`` names a folder inside the site (:func:`check_url_prefix`), and every
+    topic id is unique and URL-safe (``[a-z0-9_-]``, it is part of a URL).
 
     Raises:
         PluginError: naming ``config_file``, the option and where it leads.
@@ -141,11 +143,29 @@ def check_config(cfg: WorklogConfig, root: Path, config_file: str | Path) -> Non
         except OutsideFolder as exc:
             raise PluginError(f"{config_file}: worklog option '{option}': {exc}; paths stay inside the "
                               "project (the folder of mkdocs.yml)") from exc
+    check_url_prefix(cfg.url_prefix, config_file)
     ids = [t.id for t in cfg.topics]
     for topic_id in ids:
         if not TOPIC_ID.match(topic_id) or ids.count(topic_id) > 1:
             raise PluginError(f"{config_file}: worklog topic id '{topic_id}' must be unique and "
                               "use lowercase letters, digits, '-' or '_' (it is part of a URL)")
+
+
+def check_url_prefix(url_prefix: str, config_file: str | Path) -> None:
+    """Raise unless ``url_prefix`` names a folder inside the site. The worklog's pages are written at
+    ``site_dir/<url_prefix>/``: a ``..`` past the site's root would write them outside ``site_dir``, and
+    a prefix that names no folder (``/``, ``""``) at the root of the machine.
+
+    Raises:
+        PluginError: naming ``config_file``, the option and where it leads.
+    """
+    folder = posixpath.normpath(url_prefix.strip("/")) if url_prefix.strip("/") else ""
+    if folder in ("", "."):
+        raise PluginError(f"{config_file}: worklog option 'url_prefix': {url_prefix!r} names no folder of the "
+                          "site; it names the folder of the worklog's pages, such as 'worklog'")
+    if folder == ".." or folder.startswith("../"):
+        raise PluginError(f"{config_file}: worklog option 'url_prefix': {url_prefix!r} leads outside the site "
+                          f"(to {folder}); it names a folder inside site_dir, such as 'worklog'")
 
 
 def worklog_folder(cfg: WorklogConfig, root: Path) -> Path:

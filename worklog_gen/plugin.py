@@ -28,7 +28,7 @@ from worklog_gen.log import Severity
 from worklog_gen.site import assets, fallback, math, settings
 from worklog_gen.site.layout import FEED
 from worklog_gen.site.names import break_long_names
-from worklog_gen.site.sanitize import clean_html, drop_script_links
+from worklog_gen.site.sanitize import safe_html
 from worklog_gen.site.generate import GeneratedSite, generate, has_home, with_sections
 
 log = get_plugin_logger(__name__)
@@ -109,23 +109,22 @@ class WorklogPlugin(BasePlugin[WorklogConfig]):
         return in_nav
 
     def on_page_content(self, content: str, /, *, page, config: MkDocsConfig, files: Files) -> str:
-        """A worklog page's HTML without links that run script, and sanitised with ``sanitize``
-        (:mod:`worklog_gen.site.sanitize`; the parser has warned at each link's file:line); then,
-        on every page, each chart's image in a ``<picture>`` with its narrow SVG for phones
+        """On every page, each chart's image in a ``<picture>`` with its narrow SVG for phones
         (:func:`worklog_gen.site.fallback.with_pictures`), each formula written as MathML so that
         math reads without JavaScript (:func:`worklog_gen.site.math.page_mathml`; a formula it
         cannot convert stays TeX, with a warning), and a long identifier in inline code given
-        break points after its dots and underscores (:func:`worklog_gen.site.names.break_long_names`)."""
-        if page.file.src_uri in self.worklog_pages:
-            content, _ = drop_script_links(content)
-            if self.config.sanitize:
-                content = clean_html(content)
-        content = fallback.with_pictures(content, page.url, self.narrow)  # our own markup: after the sanitiser
+        break points after its dots and underscores (:func:`worklog_gen.site.names.break_long_names`);
+        then, last, so that it sees the page whole, a worklog page's HTML without links that run
+        script, and sanitised with ``sanitize`` (:func:`worklog_gen.site.sanitize.safe_html`; the parser
+        has warned at each link's file:line)."""
+        content = fallback.with_pictures(content, page.url, self.narrow)
         content, unconverted = math.page_mathml(content)
         content = break_long_names(content)
         for formula in unconverted:
             log.warning(f"{page.file.src_uri}: formula left as TeX, latex2mathml cannot convert it "
                         f"({formula.error}): {formula.tex}")
+        if page.file.src_uri in self.worklog_pages:
+            content = safe_html(content, sanitize=self.config.sanitize)
         return content
 
     def on_post_page(self, output: str, /, *, page, config: MkDocsConfig) -> str:

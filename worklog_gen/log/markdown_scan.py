@@ -17,9 +17,10 @@ markdown syntax are not prose.
 **Code lines** (fenced and indented code blocks, HTML blocks) are reported so that
 :mod:`worklog_gen.log.tasks` skips them.
 
-**Script links**: a link, or a URL attribute of raw HTML, that runs script when followed
-(``javascript:``, however it is spelled: :func:`worklog_gen.log.urls.is_script_url`) is no link:
-it is reported apart, with its line, for the parser to warn and the site to drop.
+**Script links**: a link, a URL attribute of raw HTML, or one set with ``attr_list``
+(``{: href="..."}`` in the text), that runs script when followed (``javascript:``, however it is
+spelled: :func:`worklog_gen.log.urls.is_script_url`) is no link: it is reported apart, with its
+line, for the parser to warn and the site to drop.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from worklog_gen.log.model import Link
-from worklog_gen.log.urls import is_script_url, script_urls
+from worklog_gen.log.urls import attr_list_script_urls, is_script_url, script_urls
 from worklog_gen.log.words import count_words
 
 _CODE_TOKENS = frozenset({"fence", "code_block", "html_block"})
@@ -67,6 +68,8 @@ def scan(body: str, first_line: int) -> Scan:
             text, found = _inline(tok.children or [], tok.content, first_line + tok.map[0])
             prose.append(text)
             links += found
+            if "{" in tok.content:
+                links += _attr_lists(tok.children or [], tok.content, first_line + tok.map[0])
     links.sort(key=lambda link: link.line)
     script = [link for link in links if is_script_url(link.url)]
     return Scan([link for link in links if not is_script_url(link.url)], count_words("\n".join(prose)), code_lines,
@@ -118,6 +121,28 @@ def _inline(children: list[Token], content: str, first_line: int) -> tuple[str, 
                 line = first_line + bisect.bisect_left(newlines, child.meta.get("src_pos", 0))
                 found += [Link("", url, line + n - 1) for n, url in script_urls(child.content)]
     return "".join(pieces), found
+
+
+def _attr_lists(children: list[Token], content: str, first_line: int) -> list[Link]:
+    """The URLs that run script set with ``attr_list`` (:func:`~worklog_gen.log.urls.attr_list_script_urls`)
+    in the text of one block's inline tokens ``children``, parsed from ``content`` whose first line is
+    ``first_line`` (1-based), each at its line. Text is read as written (an entity or escape as its
+    source), one run of text tokens at a time: never in code spans or raw HTML, never across lines."""
+    runs, run = [], []
+    for child in [*children, None]:
+        if child is not None and child.type in ("text", "text_special"):
+            run.append(child.markup if child.type == "text_special" else child.content)
+        elif run:
+            runs.append("".join(run))
+            run = []
+    found, at = [], 0
+    for text in runs:
+        urls = attr_list_script_urls(text) if "{" in text else []
+        if urls:
+            pos = max(content.find(text, at), 0)
+            at = pos + len(text)
+            found += [Link("", url, first_line + content.count("\n", 0, pos)) for url in urls]
+    return found
 
 
 _MD: MarkdownIt | None = None

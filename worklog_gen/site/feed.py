@@ -3,7 +3,9 @@
 Each entry gets its page's title and link, its date as ``updated`` and ``published`` (midnight
 UTC: the log records days, not times), its one-line summary and its whole text as ``content``
 (``type="html"``, rendered with Python-Markdown and the site's own extensions), so that a feed
-reader shows the entry as the page does (full-content feeds, as mkdocs-rss-plugin writes them).
+reader shows the entry as the page does (full-content feeds, as mkdocs-rss-plugin writes them),
+and made safe as the page is (:func:`worklog_gen.site.sanitize.safe_html`: links that run script
+dropped, and the plugin's ``sanitize`` applied).
 Links are absolute when the site's ``site_url`` is known; otherwise they are relative to the
 feed's own URL (``feed.xml`` at the site root), which RFC 4287 allows (relative references
 resolve against the document's URI) but not every reader follows: the build says so.
@@ -22,6 +24,7 @@ from markdown.treeprocessors import Treeprocessor
 
 from worklog_gen.site.layout import FEED, Layout, relative
 from worklog_gen.site.pages import entry_title, summary
+from worklog_gen.site.sanitize import safe_html
 from worklog_gen.site.settings import MARKDOWN_EXTENSIONS
 from worklog_gen.site.markup import commonmark_lists
 from worklog_gen.log.model import Entry, Worklog
@@ -90,7 +93,7 @@ def _entry_id(site_key: str, entry: Entry) -> str:
 
 
 def atom_feed(log: Worklog, layout: Layout, *, title: str, site_url: str | None = None,
-              author: str | None = None, bodies: dict[str, str] | None = None) -> bytes:
+              author: str | None = None, bodies: dict[str, str] | None = None, sanitize: bool = False) -> bytes:
     """The feed as UTF-8 XML bytes: the :data:`FEED_LENGTH` newest pages, newest first.
 
     Args:
@@ -104,6 +107,9 @@ def atom_feed(log: Worklog, layout: Layout, *, title: str, site_url: str | None 
         bodies: each page's text by entry slug, as the day pages show it
             (:func:`worklog_gen.site.pages.entry_body`; a day written in two files has both); by
             default each entry's own text.
+        sanitize: the plugin's ``sanitize``: each entry's HTML through the sanitiser the pages go
+            through (:func:`~worklog_gen.site.sanitize.safe_html`); links that run script are
+            dropped either way.
     """
     base = site_url.rstrip("/") + "/" if site_url else None
 
@@ -144,5 +150,5 @@ def atom_feed(log: Worklog, layout: Layout, *, title: str, site_url: str | None 
         ET.SubElement(item, q("summary")).text = summary(entry)
         text = bodies[entry.slug] if bodies and entry.slug in bodies else commonmark_lists(entry.body)
         content = ET.SubElement(item, q("content"), type="html")
-        content.text = entry_html(text, layout.entry_page(entry.slug), layout, base)
+        content.text = safe_html(entry_html(text, layout.entry_page(entry.slug), layout, base), sanitize=sanitize)
     return ET.tostring(feed, encoding="utf-8", xml_declaration=True)

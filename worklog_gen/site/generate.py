@@ -37,13 +37,20 @@ from worklog_gen.site.kernels import kernels_page
 from worklog_gen.site.layout import Layout
 from worklog_gen.site.old_links import OldSiteLinks
 from worklog_gen.site.pages import SiteContext, entry_body, nav_section, topic_page, worklog_pages
+from worklog_gen.site.sanitize import marked
 from worklog_gen.site.topics import match_topics
 from worklog_gen.log import Severity, Worklog, load
 
 NAV_FILE = "nav.yml"
 """Name of the nav fragment :func:`write_site` writes beside ``docs/``."""
 GENERATED_MARK = ".worklog-gen-generated"
-"""The file that marks a ``docs/`` folder as written by :func:`write_site`: only such a folder is replaced."""
+"""The file that marks a folder as written by :func:`write_site`: only such a folder (or a new or empty one)
+is written into. Before, the mark was in its ``docs/``; such a folder is still :func:`write_site`'s."""
+
+
+class OutFolderRefused(PluginError):
+    """``worklog-gen generate --out`` names a folder :func:`write_site` must not write into
+    (:func:`check_out`): a problem with how the command was called."""
 
 
 @dataclass
@@ -175,7 +182,7 @@ def generate(cfg: WorklogConfig, root: Path, *, site_name: str, site_url: str | 
             body = entry_body(e, ctx.entry_page(e), ctx)
             bodies[e.slug] = f"{bodies[e.slug]}\n\n---\n\n{body}" if e.slug in bodies else body
         extra[paths.FEED] = atom_feed(worklog, ctx.layout, title=site_name, site_url=site_url, author=site_author,
-                                      bodies=bodies)
+                                      bodies=bodies, sanitize=cfg.sanitize)
         if not site_url:
             site.messages.append(Message(Severity.INFO, f"worklog: {NO_SITE_URL}"))
     narrow, notes = fallback.narrow_files(extra, root / cfg.cache_dir)  # each chart's SVG for phones
@@ -253,12 +260,18 @@ def read_config(mkdocs_yml: Path) -> dict:
     return data
 
 
-def engine_config(config: dict, docs_dir: str, nav: list, not_in_nav: Sequence[str] = ()) -> dict:
+def engine_config(config: dict, docs_dir: str, nav: list, not_in_nav: Sequence[str] = (),
+                  sanitize: bool = False) -> dict:
     """``config`` (a ``mkdocs.yml``'s data) for an engine that runs no MkDocs plugins: what the
     plugin's ``on_config`` adds (:mod:`~worklog_gen.site.settings`' extensions, fonts and features,
-    :mod:`~worklog_gen.site.assets`' styles and scripts) written out, the ``worklog`` plugin removed, ``docs_dir`` set to the generated folder and the whole nav spelled out; the patterns ``not_in_nav`` (the day pages, which the plugin marks not in the nav) are added to the author's."""
+    :mod:`~worklog_gen.site.assets`' styles and scripts) written out, the ``worklog`` plugin removed, ``docs_dir`` set to the generated folder and the whole nav spelled out; the patterns ``not_in_nav`` (the day pages, which the plugin marks not in the nav) are added to the author's.
+    With ``sanitize`` (the plugin's option), the sanitiser's markdown extension
+    (:class:`~worklog_gen.site.sanitize.SafeHTMLExtension`) is added too, to run on the pages
+    :func:`write_site` marks."""
     config = dict(config)
     config["markdown_extensions"] = settings.with_extensions(list(config.get("markdown_extensions") or []))
+    if sanitize:
+        config["markdown_extensions"].append("worklog_gen.site.sanitize")
     config["theme"] = settings.with_theme_defaults(config.get("theme"))
     config["extra_css"] = [*assets.stylesheet_paths(), *(config.get("extra_css") or [])]
     config["extra_javascript"] = [*assets.script_paths(), *(config.get("extra_javascript") or [])]
@@ -318,37 +331,64 @@ def _author_nav(docs: Path, not_in_nav: str | None = None) -> list:
     return nest_paths(f.src_uri for f in sorted(files, key=file_sort_key))
 
 
-def write_site(site: GeneratedSite, out: Path, *, docs_dir: Path, mkdocs_yml: Path) -> Path:
+def check_out(out: Path, cfg: WorklogConfig, root: Path, docs_dir: Path) -> None:
+    """Raise unless :func:`write_site` may write into ``out``: a folder that neither holds the project
+    (``root``, the folder of ``mkdocs.yml``) nor lies inside one of its folders (``docs_dir``, and
+    the plugin's ``worklog_dir``, ``freeze_dir`` and ``cache_dir``), and that is new, empty, or
+    written by an earlier run (:data:`GENERATED_MARK`). So ``--out .``, ``..``, ``~`` or ``docs``
+    never writes over a file that ``worklog-gen generate`` did not write.
+
+    Raises:
+        OutFolderRefused: naming ``--out``, where it leads and why.
+    """
+    target = out.resolve()
+    own = {"docs_dir": docs_dir, "worklog_dir": worklog_folder(cfg, root), "freeze_dir": root / cfg.freeze_dir,
+           "cache_dir": root / cfg.cache_dir}
+    if root.is_relative_to(target):
+        why = f"holds the project ({root})"
+    elif inner := next((k for k, v in own.items() if target.is_relative_to(v.resolve())), None):
+        why = f"lies inside the project's {inner} ({own[inner].resolve()})"
+    elif (target.is_dir() and any(target.iterdir()) and not (target / GENERATED_MARK).is_file()
+          and not (target / "docs" / GENERATED_MARK).is_file()):
+        why = f"holds files worklog-gen did not write (no {GENERATED_MARK})"
+    else:
+        return
+    raise OutFolderRefused(f"worklog-gen generate: --out {out} is {target}, which {why}; it writes only into a "
+                           "new or empty folder of its own, or one it wrote before (such as build/generated)")
+
+
+def write_site(site: GeneratedSite, out: Path, cfg: WorklogConfig, *, docs_dir: Path, mkdocs_yml: Path) -> Path:
     """Write ``site`` for engines that run no MkDocs plugins.
 
     ``out/docs/`` gets a copy of ``docs_dir`` with every generated file added,
     ``out/nav.yml`` the nav fragment (MkDocs' ``nav`` form), and ``out/mkdocs.yml`` the project's
-    configuration as :func:`engine_config` rewrites it. ``out/docs`` is replaced only when an earlier
-    run wrote it (:data:`GENERATED_MARK`), and never when it holds the project or its docs.
+    configuration as :func:`engine_config` rewrites it; ``out`` is marked as written here
+    (:data:`GENERATED_MARK`). ``out`` must be a folder of its own (:func:`check_out`). With ``cfg``'s
+    ``sanitize``, each worklog page is marked for the sanitiser
+    (:func:`~worklog_gen.site.sanitize.marked`), which the written configuration names, so that the
+    engine's HTML of it is sanitised as the plugin's is.
 
     Returns:
         The path of the written ``mkdocs.yml``.
 
     Raises:
-        PluginError: ``out/docs`` may not be replaced (see above), a generated file would overwrite a
-            page of ``docs_dir``, or ``mkdocs_yml`` cannot be carried over (:func:`read_config`), named.
+        OutFolderRefused: ``out`` is not a folder of its own (:func:`check_out`).
+        PluginError: a generated file would overwrite a page of ``docs_dir``, or ``mkdocs_yml`` cannot be
+            carried over (:func:`read_config`), named.
     """
+    check_out(out, cfg, mkdocs_yml.resolve().parent, docs_dir)
     target = (out / "docs").resolve()
-    root = mkdocs_yml.resolve().parent
-    if root.is_relative_to(target) or docs_dir.resolve().is_relative_to(target):
-        raise PluginError(f"worklog-gen generate: --out {out} would replace {target}, which holds the project "
-                          "itself; choose a folder outside the project's docs")
-    if target.exists() and not (target / GENERATED_MARK).is_file():
-        raise PluginError(f"worklog-gen generate: {target} holds files worklog-gen did not write (no "
-                          f"{GENERATED_MARK}); it is never replaced: choose another --out, or remove it yourself")
     if target.exists():
         shutil.rmtree(target)
     shutil.copytree(docs_dir, target)
-    (target / GENERATED_MARK).write_text("written by worklog-gen generate; replaced whole on each run\n")
+    (out / GENERATED_MARK).write_text("written by worklog-gen generate: docs/, nav.yml and mkdocs.yml are replaced "
+                                      "on each run\n")
     for src, content in site.files.items():
         path = inside(src, target)
         if path.exists():
             raise PluginError(f"worklog: {docs_dir.name}/{src} clashes with a page the worklog plugin generates")
+        if cfg.sanitize and src in site.sections[0].srcs:  # the worklog's pages, as the plugin sanitises them
+            content = marked(content)
         path.parent.mkdir(parents=True, exist_ok=True)
         if isinstance(content, bytes):
             path.write_bytes(content)
@@ -357,7 +397,7 @@ def write_site(site: GeneratedSite, out: Path, *, docs_dir: Path, mkdocs_yml: Pa
     data = read_config(mkdocs_yml)
     nav, _in_nav = with_sections(data.get("nav") or _author_nav(docs_dir, data.get("not_in_nav")), site.sections)
     (out / NAV_FILE).write_text(yaml.safe_dump(nav, sort_keys=False, allow_unicode=True), encoding="utf-8")
-    config = engine_config(data, "docs", nav, site.not_in_nav)
+    config = engine_config(data, "docs", nav, site.not_in_nav, sanitize=cfg.sanitize)
     config_path = out / "mkdocs.yml"
     config_path.write_text(
         "# Written by `worklog-gen generate` from the project's mkdocs.yml: the worklog plugin's\n"

@@ -228,15 +228,18 @@ def day_page(log: Worklog, index: int, ctx: SiteContext, same_day: Sequence[int]
 
 
 def page_meta(entry: Entry) -> str:
-    """The front matter of a post's page: its ``title``, made safe as HTML. Out of the nav, MkDocs
-    takes a page's title from its meta or its first heading, and themes put it into pages unescaped
-    (Material's ``<title>{{ page.title | striptags }}``, and ``striptags`` unescapes entities
-    again). So the title is HTML-escaped, and a zero-width space after each ``<`` of a ``</``
-    keeps ``</title>`` or ``</script>`` from ever closing an element. ``""`` for a day's page,
+    """The front matter of a post's page: its title (:func:`title_meta`). ``""`` for a day's page,
     whose title is a date."""
-    if entry.kind != "post":
-        return ""
-    safe = html.escape(entry.title.replace("</", "<\u200b/"), quote=False)
+    return title_meta(entry.title) if entry.kind == "post" else ""
+
+
+def title_meta(title: str) -> str:
+    """Front matter giving a page the ``title`` the log's author wrote, made safe as HTML. Out of the
+    nav, MkDocs takes a page's title from its meta or its first heading, and themes put it into pages
+    unescaped (Material's ``<title>{{ page.title | striptags }}``, and ``striptags`` unescapes
+    entities again). So the title is HTML-escaped, and a zero-width space after each ``<`` of a ``</``
+    keeps ``</title>`` or ``</script>`` from ever closing an element."""
+    safe = html.escape(title.replace("</", "<\u200b/"), quote=False)
     return f"---\ntitle: {json.dumps(safe, ensure_ascii=False)}\n---\n\n"
 
 
@@ -315,7 +318,8 @@ def _countdown(log: Worklog, ctx: SiteContext) -> str:
 
 
 def home_page(log: Worklog, ctx: SiteContext) -> str:
-    """The worklog home: preamble, countdown table (target date, days left as of the
+    """The worklog home: its title (the log's front matter ``title``, made safe by :func:`title_meta`,
+    else the section's), preamble, countdown table (target date, days left as of the
     build date and as of the last entry, days logged, streaks), the words-per-day
     heatmap and the timeline newest first by month, one summary line per entry. The heatmap's
     files (:func:`home_files`) go into ``ctx.files``."""
@@ -323,8 +327,8 @@ def home_page(log: Worklog, ctx: SiteContext) -> str:
     prefaced = [(f.title, f.preamble, f.path) for f in log.files if f.preamble.strip() and not f.refused]
     if not log.files and log.preamble.strip():  # a log made in code, without its files
         prefaced = [("", log.preamble, log.paths[0] if log.paths else "<worklog>")]
-    title = str(log.front_matter.get("title") or ctx.title) if len(prefaced) <= 1 else ctx.title
-    parts = [f"# {md_escape(title)}"]
+    own = str(log.front_matter.get("title") or "") if len(prefaced) <= 1 else ""  # the log's, not the config's
+    parts = [f"# {md_escape(own or ctx.title)}"]
     for file_title, text, path in prefaced:  # each file's routine and rules, under its title if several
         preamble = commonmark_lists(text)
         if len(prefaced) > 1:
@@ -354,7 +358,7 @@ def home_page(log: Worklog, ctx: SiteContext) -> str:
         parts.append("## Timeline\n\n" + "\n\n".join(months))
     else:
         parts.append("*No entries yet.*")
-    return "\n\n".join(parts) + "\n"
+    return (title_meta(own) if own else "") + "\n\n".join(parts) + "\n"
 
 
 def home_files(log: Worklog, ctx: SiteContext) -> dict[str, bytes]:
