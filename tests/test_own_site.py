@@ -20,6 +20,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+import yaml
 from bs4 import BeautifulSoup
 from click.testing import CliRunner
 
@@ -109,7 +110,10 @@ def test_init_makes_a_site_that_builds_strictly_before_any_notebook_runs(tmp_pat
     assert "Not executed yet" in topic.get_text() and "add_kernel" in topic.get_text()
     assert (project / "site" / "worklog" / "index.html").is_file()
     assert "first-kernel" in (project / ".gitignore").read_text() or "_freeze" in (project / ".gitignore").read_text()
-    assert "actions/deploy-pages" in (project / ".github/workflows/publish.yml").read_text()
+    workflow = yaml.safe_load((project / ".github/workflows/publish.yml").read_text())
+    steps = workflow["jobs"]["build"]["steps"]
+    assert any(s.get("run", "").startswith('python -m pip install "worklog-gen') for s in steps)
+    assert workflow["jobs"]["deploy"]["steps"][0]["uses"].startswith("actions/deploy-pages")
 
 
 def test_init_asks_for_the_target_and_overwrites_nothing(tmp_path):
@@ -124,6 +128,25 @@ def test_init_asks_for_the_target_and_overwrites_nothing(tmp_path):
     assert "target_date: 2099-03-05" in (tmp_path / "new" / "worklog" / "log.md").read_text()
     past = CliRunner().invoke(main, ["init", str(tmp_path / "past"), "--target", "2001-01-01"])
     assert past.exit_code == 2 and "before today" in past.output
+
+
+@pytest.mark.parametrize("version, direct_url, requirement", [
+    ("0.1.0", None, "worklog-gen==0.1.0"),  # a release from PyPI
+    ("0.1.0", {"url": "file:///home/me/dist/worklog_gen-0.1.0-py3-none-any.whl", "archive_info": {}},
+     "worklog-gen==0.1.0"),  # a release's wheel
+    ("0.2.0.dev4+g1a2b3c4", {"url": "https://me:TOKEN@github.com/me/worklog-gen.git",
+                             "vcs_info": {"vcs": "git", "commit_id": "1a2b3c4d5e6f"}},
+     "worklog-gen @ git+https://github.com/me/worklog-gen.git@1a2b3c4d5e6f"),
+    ("0.2.0", {"url": "https://example.org/worklog_gen-0.2.0.tar.gz", "archive_info": {}},
+     "worklog-gen @ https://example.org/worklog_gen-0.2.0.tar.gz"),
+    ("0.2.0.dev4+g1a2b3c4", {"url": "file:///home/me/worklog-gen", "dir_info": {"editable": True}}, "worklog-gen"),
+])
+def test_the_publish_workflow_installs_the_worklog_gen_that_ran_init(version, direct_url, requirement):
+    got, note = scaffold.publish_requirement(version, json.dumps(direct_url) if direct_url else None)
+    assert got == requirement
+    assert version in note and "TOKEN" not in got + note and "/home/me" not in got + note
+    if got == "worklog-gen":  # a folder CI cannot reach: the note names the commit to pin
+        assert "git+https://" in note and "@1a2b3c4" in note
 
 
 def test_the_starter_notebook_is_correct_under_the_interpreter(tmp_path):

@@ -14,14 +14,14 @@ On top: :mod:`worklog_gen.plugin` (the MkDocs plugin, a thin adapter over
 :mod:`worklog_gen.config` (the plugin's options, shared by both).
 
 The names below are importable from here; each is loaded on first use, so ``import
-worklog_gen`` stays cheap and a notebook's kernel never imports MkDocs through it.
+worklog_gen`` stays cheap and a notebook's kernel never imports MkDocs through it. So is
+``__version__``: the installed distribution's version (:mod:`importlib.metadata`), which
+setuptools-scm takes from the git tag at build time; no file here holds it.
 """
 
 from __future__ import annotations
 
 import importlib
-
-__version__ = "0.1.0"
 
 _PUBLIC = {
     "load": "worklog_gen.log", "parse": "worklog_gen.log", "Worklog": "worklog_gen.log",
@@ -38,6 +38,13 @@ __all__ = ["__version__", *_PUBLIC]
 
 def __getattr__(name: str):
     """The public names, imported from their modules on first use (PEP 562)."""
+    if name == "__version__":
+        from importlib import metadata
+
+        try:
+            return metadata.version("worklog-gen")
+        except metadata.PackageNotFoundError:  # this source tree on sys.path, never installed
+            return "0+unknown"
     if name in _PUBLIC:
         return getattr(importlib.import_module(_PUBLIC[name]), name)
     raise AttributeError(f"module 'worklog_gen' has no attribute {name!r}")

@@ -21,8 +21,6 @@ from pathlib import Path
 
 import click
 
-from worklog_gen import __version__
-
 CONFIG_NAME = "mkdocs.yml"
 CONFIG_OPTION = click.option(
     "--config-file",
@@ -126,7 +124,7 @@ def _worklog_paths(paths: tuple[Path, ...], cfg, root: Path) -> list[Path]:
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="worklog-gen")
+@click.version_option(package_name="worklog-gen", prog_name="worklog-gen")  # importlib.metadata's version
 def main() -> None:
     """Turn a learning log (T-minus entries, progress-log headings, dated notes,
     posts) into a MkDocs-Material site, and run, freeze and render its GPU-kernel

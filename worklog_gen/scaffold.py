@@ -9,7 +9,8 @@ repository:
 - ``worklog/log.md``: the log, its target date in the front matter and today's entry header;
 - ``notebooks/first_kernel.py``: a starter topic, a Triton kernel checked against torch, that runs
   on a GPU or on a CPU under ``TRITON_INTERPRET=1``;
-- ``.gitignore`` and ``.github/workflows/publish.yml`` (a GitHub Pages workflow).
+- ``.gitignore`` and ``.github/workflows/publish.yml`` (a GitHub Pages workflow that installs the
+  worklog-gen that ran ``init``, from where CI can get it: :func:`publish_requirement`).
 
 A fresh site builds with ``mkdocs build --strict`` before any notebook has run: a topic whose
 notebook has never been executed shows its code without outputs, with a note saying how to run
@@ -22,10 +23,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
+import textwrap
 from dataclasses import dataclass
-from importlib import resources
+from importlib import metadata, resources
 from pathlib import Path
 from string import Template
+from urllib.parse import urlsplit, urlunsplit
 
 from worklog_gen.log.shapes import HeaderStyle, format_header
 
@@ -38,8 +42,64 @@ FILES = {
     ".github/workflows/publish.yml": "workflows/publish.yml",
 }
 """Each file written, relative to the new project -> its template in ``worklog_gen/templates/``."""
-FILLED = frozenset({"mkdocs.yml", "docs/index.md", "worklog/log.md"})
+FILLED = frozenset({"mkdocs.yml", "docs/index.md", "worklog/log.md", ".github/workflows/publish.yml"})
 """Templates with ``$name`` fields (:class:`string.Template`); the others are copied as they are."""
+
+
+DISTRIBUTION = "worklog-gen"
+"""The package's name on PyPI."""
+
+
+def publish_requirement(version: str, direct_url: str | None) -> tuple[str, str]:
+    """What the new site's publish workflow installs: the worklog-gen that ran ``init``, from
+    where CI can get it.
+
+    Args:
+        version: the installed distribution's version (``importlib.metadata``).
+        direct_url: its ``direct_url.json`` (PEP 610), which pip and uv write when they install
+            from a URL, a file or a folder rather than a package index; ``None`` without one.
+
+    Returns:
+        The pip requirement and a comment (its lines) saying where it comes from:
+
+        - installed from a git repository over https: ``worklog-gen @ git+URL@COMMIT``, the commit
+          installed (any user name or token in the URL left out);
+        - from an archive over https: ``worklog-gen @ URL``;
+        - a release (no ``.dev``, no local ``+`` part), from PyPI or from its wheel:
+          ``worklog-gen==VERSION``;
+        - a development version from a folder or a local file, which CI cannot reach:
+          ``worklog-gen``, the latest release on PyPI, and the comment says how to pin the code
+          instead.
+    """
+    info = json.loads(direct_url) if direct_url else {}
+    parts = urlsplit(info.get("url", ""))
+    if parts.scheme == "https" and parts.hostname:
+        url = urlunsplit(parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else "")))
+        vcs = info.get("vcs_info", {})
+        if vcs.get("vcs") == "git" and vcs.get("commit_id"):
+            return (f"{DISTRIBUTION} @ git+{url}@{vcs['commit_id']}",
+                    f"worklog-gen {version}, as `worklog-gen init` found it installed: {url} at its commit.")
+        if "archive_info" in info:
+            return (f"{DISTRIBUTION} @ {url}",
+                    f"worklog-gen {version}, from the archive `worklog-gen init` was installed from.")
+    if ".dev" not in version and "+" not in version:
+        return (f"{DISTRIBUTION}=={version}",
+                f"worklog-gen {version}, the release `worklog-gen init` ran with, from PyPI.")
+    commit = re.search(r"\+g([0-9a-f]+)", version)
+    at = commit.group(1) if commit else "COMMIT"
+    return DISTRIBUTION, (f"`worklog-gen init` ran with worklog-gen {version}, installed from a folder or a file "
+                          "that CI cannot reach, so this installs the latest release from PyPI. To build with that "
+                          "code, name its repository in the requirement below:\n"
+                          f"  worklog-gen @ git+https://REPOSITORY-URL@{at}")
+
+
+def _installed() -> tuple[str, str | None]:
+    """This worklog-gen's version and ``direct_url.json`` (``None`` if it has none)."""
+    try:
+        dist = metadata.distribution(DISTRIBUTION)
+    except metadata.PackageNotFoundError:  # this source tree on sys.path, never installed
+        return "0+unknown", None
+    return dist.version, dist.read_text("direct_url.json")
 
 
 class ProjectExists(FileExistsError):
@@ -84,6 +144,12 @@ def create(folder: str | Path, target: dt.date, *, today: dt.date | None = None,
     fields = {"site_name": name, "site_name_yaml": json.dumps(name, ensure_ascii=False),  # JSON is YAML
               "folder": folder.resolve().name, "target": f"{target:%A} {target.day} {target:%B %Y}",
               "target_iso": target.isoformat(), "header": header}
+    requirement, note = publish_requirement(*_installed())
+    fields["requirement"] = requirement
+    # the note as comment lines at the install step's indent, each of its lines wrapped at spaces
+    fields["requirement_note"] = "\n      # ".join(
+        wrapped for line in note.splitlines()
+        for wrapped in textwrap.wrap(line, 92, break_on_hyphens=False, break_long_words=False))
     templates = resources.files("worklog_gen") / "templates"
     for rel, template in FILES.items():
         text = (templates / template).read_text(encoding="utf-8")

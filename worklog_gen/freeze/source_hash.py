@@ -13,8 +13,8 @@ notebook computes has changed:
 
 Each is hashed as a normalised syntax tree (:func:`code_fingerprint`): comments, docstrings,
 blank lines and formatting are left out, and so are markdown cells, cell metadata (the fold
-tags of a page) and the package version. The package's own ``__init__.py`` (its version and
-public names) is not hashed: it runs nothing a notebook's result depends on. So rewording a
+tags of a page) and the package version. The package's own ``__init__.py`` (its version lookup
+and public names) is not hashed: it runs nothing a notebook's result depends on. So rewording a
 docstring, adding a comment, retagging a cell or releasing a new version keeps results fresh;
 changing a statement, in a cell or in a kit module, stales exactly the notebooks that run it.
 jupyter-cache hashes a normalised notebook the same way; Quarto's freeze hashes the file.
