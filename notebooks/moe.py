@@ -14,19 +14,15 @@
 # %% [markdown]
 # # Mixture of experts: routing, permutation and grouped GEMM
 #
-# A mixture-of-experts (MoE) layer replaces one feed-forward network with many small ones, the
-# *experts*, and a *router* that sends each token to a few of them. DeepSeek-MoE (Dai et al.,
-# [arXiv:2401.06066](https://arxiv.org/abs/2401.06066)) cuts the experts fine: 64 routed experts
-# of width 1408, six per token, beside two shared experts that see every token. Each expert then
-# multiplies only the ~1,500 rows routed to it, and the layer is a *grouped GEMM*: many small,
-# ragged matmuls, one per expert, plus the bookkeeping that sorts tokens to experts and back.
-# MegaBlocks (Gale et al., [arXiv:2211.15841](https://arxiv.org/abs/2211.15841)) showed that this
-# bookkeeping, done as block-sparse products with no token dropped, is where a fused kernel wins.
-#
-# This page builds the forward of such a layer in Triton, one idea at a time, and holds each step
-# against `torch._grouped_mm` (CUTLASS's grouped GEMM), a loop of cuBLAS calls, one dense cuBLAS
-# GEMM of the same FLOPs, and the whole layer against eager PyTorch and `torch.compile`. The
-# [backward](moe-backward.md) builds on these kernels.
+# A mixture-of-experts (MoE) layer replaces one feed-forward network with many small *experts* and
+# a *router* that sends each token to a few of them. DeepSeek-MoE (Dai et al.,
+# [arXiv:2401.06066](https://arxiv.org/abs/2401.06066)) cuts the experts fine: 64 routed experts of
+# width 1408, six per token, beside two shared experts that see every token. The layer is then a
+# *grouped GEMM*, many small ragged matmuls, plus the bookkeeping that sorts tokens to experts and
+# back; MegaBlocks (Gale et al., [arXiv:2211.15841](https://arxiv.org/abs/2211.15841)) showed that
+# done without dropping a token, that bookkeeping is where a fused kernel wins. This page builds the
+# forward in Triton, one idea at a time, against `torch._grouped_mm` (CUTLASS's grouped GEMM),
+# cuBLAS, eager PyTorch and `torch.compile`; the [backward](moe-backward.md) builds on its kernels.
 #
 # You will learn:
 #
@@ -100,25 +96,20 @@ def moe_bytes(s: MoEShape, elem: int = 2) -> int:
 # %% [markdown]
 # ## 1. Napkin math
 #
-# Per routed row, the gate/up GEMM does $2 \cdot d \cdot 2F$ FLOPs and the down GEMM $2 \cdot F \cdot d$:
-# $6dF$ per row, $6 d F \cdot T k$ per layer. On the DeepSeek shape that is
-# $6 \cdot 2048 \cdot 1408 \cdot 98{,}304 = 1.70$ TFLOP; at ~650 TFLOP/s (a dense bf16 GEMM on an
-# H100 or H200), 2.6 ms. The fewest bytes: the weights once ($3 d F E \cdot 2$ B = 1.1 GB at 16-bit),
-# the tokens in and out ($2 T d \cdot 2$ B = 134 MB): 0.4 ms at 3.35–4.8 TB/s. So the GEMMs are
-# compute-bound, and everything else the layer does (routing, sorting, gathering, the activation,
-# the weighted sum back to tokens) moves activations of $T k$ rows: each pass over them in bf16 is
-# $T k \cdot d \cdot 2$ B = 400 MB, ~0.1 ms. An unfused layer makes several such passes.
+# Per routed row the gate/up GEMM does $2 \cdot d \cdot 2F$ FLOPs and the down GEMM $2 \cdot F \cdot d$:
+# $6 d F \cdot T k$ per layer, 1.70 TFLOP on the DeepSeek shape, 2.6 ms at ~650 TFLOP/s (a dense
+# bf16 GEMM on an H100 or H200). The fewest bytes, the weights once ($3 d F E \cdot 2$ B = 1.1 GB)
+# and the tokens in and out (134 MB), take 0.4 ms at 3.35–4.8 TB/s: the GEMMs are compute-bound.
+# Everything else (routing, sorting, gathering, the activation, the weighted sum back to tokens)
+# moves $T k$ rows of activations, 400 MB a pass in bf16, ~0.1 ms; an unfused layer makes several.
 #
-# - **Fine-grained experts make small, ragged GEMMs.** Each expert multiplies
-#   $Tk/E \approx 1{,}536$ rows by a 2048 × 2816 weight: 12 row tiles of 128. The last tile of
-#   each expert is partly empty, and each expert's weights are read by only 12 row tiles, so the
-#   grouped GEMM's roof is one dense GEMM of the same FLOPs, reached only if no tile is wasted and
-#   the weights stream as well as a dense GEMM's.
-# - **Load imbalance costs time, not FLOPs.** A grouped GEMM with one expert at twice the mean
-#   load still does the same FLOPs, but the busiest expert's tiles set the tail.
+# - **Fine-grained experts make small, ragged GEMMs.** Each expert multiplies $Tk/E \approx 1{,}536$
+#   rows by a 2048 × 2816 weight: 12 row tiles of 128, the last part empty, each weight panel read
+#   by 12 tiles. The roof is one dense GEMM of the same FLOPs.
+# - **Load imbalance costs time, not FLOPs:** the busiest expert's tiles set the tail.
 # - **Prediction, written before measuring:** a fused gate/up grouped GEMM at 0.9× a dense GEMM
-#   (~580 TFLOP/s), and the whole layer at 1.15× its two grouped GEMMs' time (~3.3 ms on the
-#   DeepSeek shape), against torch.compile's ~4.1 ms: 1.25×.
+#   (~580 TFLOP/s), and the layer at 1.15× its two GEMMs (~3.3 ms), against torch.compile's ~4.1
+#   ms: 1.25×.
 
 # %% tags=["hide-input"] summary="The layer's FLOPs and bytes on both shapes"
 display(table([{"shape": s.name, "T": s.tokens, "E": s.experts, "top-k": s.top_k, "d": s.d, "F": s.ffn,
@@ -130,25 +121,23 @@ display(table([{"shape": s.name, "T": s.tokens, "E": s.experts, "top-k": s.top_k
 # %% [markdown]
 # ## 2. Routing
 #
-# The router is a linear layer from $d$ to $E$ logits, a softmax over experts, and the top $k$
-# probabilities per token. Their values are the *routing weights*: the layer's output is
-# $\sum_j w_j \cdot \mathrm{FFN}_{e_j}(x)$. DeepSeek-MoE keeps the softmax probabilities as they are;
-# Mixtral divides the $k$ of them by their sum. DeepSeek-MoE also adds *shared experts*, a dense
-# MLP every token goes through, so that the routed experts need not each relearn common knowledge;
-# they are an ordinary dense GEMM beside this page's work, and left out of its timings.
+# The router is a linear layer to $E$ logits, a softmax, and the top $k$ probabilities per token:
+# the *routing weights*, so that the output is $\sum_j w_j \cdot \mathrm{FFN}_{e_j}(x)$ (Mixtral
+# divides the $k$ by their sum; DeepSeek-MoE does not). DeepSeek-MoE's *shared experts* are a dense
+# MLP beside the routed ones, so that those need not each relearn common knowledge; they are an
+# ordinary dense GEMM, left out of this page's timings.
 #
-# - **Capacity factor (GShard, Switch Transformer).** With static shapes, each expert gets a buffer
-#   of $C = \mathrm{cf} \cdot Tk/E$ rows; a token routed to a full expert is *dropped* and passes
-#   through the residual only. MegaBlocks' point is that a grouped GEMM over ragged groups needs no
-#   such buffer: *dropless* routing, which is what this page builds.
-# - **Load-balancing loss.** Switch Transformer's auxiliary loss $E \sum_i f_i P_i$ ($f_i$ the
-#   fraction of rows routed to expert $i$, $P_i$ its mean router probability) is 1 when the
-#   routing is uniform and grows as it skews: it trains the router to spread the load.
+# - **Capacity factor (GShard, Switch Transformer).** With static shapes each expert gets
+#   $C = \mathrm{cf} \cdot Tk/E$ rows; a token routed to a full expert is *dropped*. A grouped GEMM
+#   over ragged groups needs no such buffer: *dropless* routing (MegaBlocks), what this page builds.
+# - **Load-balancing loss.** Switch Transformer's $E \sum_i f_i P_i$ ($f_i$ the fraction of rows
+#   routed to expert $i$, $P_i$ its mean probability) is 1 when the load is uniform and grows as it
+#   skews: it trains the router to spread the load. How unbalanced routing gets, and what a
+#   capacity factor would drop, is measured on the [backward](moe-backward.md) page.
 #
-# The kernel: one program per block of tokens computes their logits with `tl.dot` (the
-# 16-bit products are exact in fp32 and summed in fp32, as the fp32 gate of DeepSeek-MoE sums
-# them, without the fp32 copies of the tokens a `F.linear(x.float(), w.float())` makes), a
-# softmax over the experts in registers, then $k$ rounds of argmax, each knocking out the winner.
+# The kernel: each program computes its tokens' logits with `tl.dot` (16-bit products are exact
+# in fp32 and summed in fp32, as DeepSeek-MoE's fp32 gate sums them, without fp32 copies of the
+# tokens), a softmax in registers, then $k$ rounds of argmax, each knocking out the winner.
 
 # %% tags=["forward"]
 @triton.jit
@@ -214,23 +203,19 @@ def route(x: torch.Tensor, router_w: torch.Tensor, top_k: int, renormalize: bool
 # %% [markdown]
 # ## 3. The permutation, as a counting sort
 #
-# The GEMMs want the rows of each expert together. Sorting the $Tk$ expert ids is a *counting
-# sort*, since the keys are small integers: count each id, turn the counts into starting offsets
-# with an exclusive prefix sum, and scatter each row to its offset plus its rank among the rows
-# before it with the same id. Three kernels:
+# The GEMMs want each expert's rows together. The keys are small integers, so the sort is a
+# *counting sort*: count each id, turn counts into offsets with an exclusive prefix sum, and
+# scatter each row to its offset plus its rank among earlier rows with the same id.
 #
-# 1. **Histogram.** Each program counts the ids in its block of 256 with a one-hot sum: a
-#    (256, E) comparison summed down the rows. One row of counts per block.
-# 2. **Scan.** An exclusive prefix sum turns counts into offsets: `tl.cumsum` scans inside a
-#    block, and a running total carries from one chunk of blocks to the next (the same
-#    block-then-carry shape as a decoupled look-back scan, serialized here because the table is
-#    small). Down the blocks it gives each block's first slot within each expert; across the
-#    experts, each expert's first row. Each expert's segment is padded to a multiple of BLOCK_M,
-#    so every BLOCK_M rows of the sorted order belong to one expert, and the scan writes that
-#    expert per block: the GEMM's schedule, read on the GPU with no copy to the host.
-# 3. **Scatter.** Each row's rank within its block is a cumulative sum down the one-hot matrix;
-#    its slot is the expert's start + the block's offset + that rank. It writes `sorted[slot] = row`
-#    and its inverse `dest[row] = slot`. The order is stable, as `torch.argsort(stable=True)`'s.
+# 1. **Histogram.** Each program counts the ids of its 256 rows with a one-hot (256, E) sum.
+# 2. **Scan.** `tl.cumsum` scans inside a chunk of the counts table and a running total carries to
+#    the next (the block-then-carry shape of a decoupled look-back scan, serialized here because the
+#    table is small): each block's first slot per expert, and each expert's first row. Segments are
+#    padded to a multiple of BLOCK_M, so every BLOCK_M sorted rows belong to one expert, and the scan
+#    writes that expert per block: the GEMM's schedule, with no copy to the host.
+# 3. **Scatter.** A row's rank is a cumulative sum down the one-hot matrix; its slot is the
+#    expert's start + the block's offset + that rank. It writes `sorted[slot] = row` and the inverse
+#    `dest[row] = slot`, in the stable order of `torch.argsort(stable=True)`.
 
 # %% tags=["forward"]
 @triton.jit
@@ -351,8 +336,7 @@ def permute_torch(ids: torch.Tensor, num_experts: int) -> tuple[torch.Tensor, to
 
 
 # %% [markdown]
-# Checked against `torch.argsort(stable=True)` and `torch.bincount`, with a ragged number of rows
-# and experts that receive none:
+# Checked against `torch.argsort(stable=True)`, with ragged row counts and empty experts:
 
 # %% tags=["hide-input"] summary="The counting sort against torch's stable argsort"
 def check_permutation(ids: torch.Tensor, num_experts: int, block_m: int) -> dict:
@@ -386,20 +370,16 @@ display(table([check_permutation(*case) for case in perm_cases], caption="every 
 #
 # The gate/up GEMM multiplies each expert's rows by its (2F, d) weight. The steps:
 #
-# 1. **A loop of launches:** `torch.mm` per expert on the permuted activations. It needs each
-#    expert's row count on the host (a synchronisation), then launches E small GEMMs.
-# 2. **One launch over (block, tile) pairs.** The scan's `block_expert` tells each program which
-#    expert its BLOCK_M rows belong to, so one kernel covers every expert; the grid is sized for
-#    the worst case and programs past `num_blocks` exit. Tiles are numbered in the grouped order of
-#    the matmul topics (`kit.gemm.grouped_tile`), so neighbouring programs share weight panels in L2.
-# 3. **Persistent, weights by TMA.** One program per SM loops over the tiles; each expert's weight
-#    tile is copied by the Tensor Memory Accelerator from a host-built descriptor over all experts'
-#    weights as one (E·2F, d) matrix, the expert's rows at e·2F.
-# 4. **Fused.** The A tile is gathered from the unpermuted tokens through `sorted` (no permuted
-#    copy), the gate and up halves are two accumulators of one tile, and the epilogue writes
-#    SiLU(gate)·up: the (Tk, 2F) intermediate never reaches memory. The down GEMM's epilogue scales
-#    each row by its routing weight, and a last kernel sums each token's k rows back (a
-#    deterministic combine: no atomics, the same bits every run).
+# 1. **A loop of launches:** `torch.mm` per expert, after copying the row counts to the host.
+# 2. **One launch over (block, tile) pairs.** `block_expert` tells each program its expert; the grid
+#    is sized for the worst case and programs past `num_blocks` exit. Tiles go in the matmul
+#    topics' grouped order (`kit.gemm.grouped_tile`), so neighbours share weight panels in L2.
+# 3. **Persistent, weights by TMA.** One program per SM loops over the tiles; weight tiles are
+#    copied by the Tensor Memory Accelerator from one host-built descriptor over all experts'.
+# 4. **Fused.** A's rows are gathered from the tokens through `sorted` (no permuted copy), gate and
+#    up are two accumulators of one tile, and the epilogue writes SiLU(gate)·up. The down GEMM's
+#    epilogue scales each row by its routing weight, and a last kernel sums each token's k rows
+#    back: a deterministic combine, no atomics.
 #
 # One kernel carries all four with compile-time switches (`GATHER`, `B_TMA`, the epilogue).
 
@@ -483,8 +463,7 @@ def moe_combine(rows_ptr, dest_ptr, out_ptr, D, TOP_K: tl.constexpr, BLOCK_D: tl
 
 
 # %% [markdown]
-# The launchers. A weight is stored as each expert's `nn.Linear` weight, (E, out, in), and read
-# transposed, as `torch._grouped_mm` takes `w.transpose(-2, -1)`:
+# The launchers. A weight is each expert's `nn.Linear` weight (E, out, in), read transposed.
 
 # %% tags=["forward"]
 @dataclass(frozen=True)
@@ -594,8 +573,7 @@ def moe_forward(x, router_w, w1, w2, top_k: int, renormalize: bool, cfg: GemmCon
 # %% [markdown]
 # ## 5. The references
 #
-# Correctness is held to a loop over experts in fp32; speed to the same layer in PyTorch built
-# on `torch._grouped_mm`, eager and compiled, as torchtitan writes its experts.
+# Correctness is held to a loop over experts in fp32; speed to the layer on `torch._grouped_mm`.
 
 # %% tags=["forward"]
 def moe_reference(x, w1, w2, ids, weights):
@@ -649,9 +627,8 @@ else:
 # %% [markdown]
 # ## 6. Correctness, before anything is timed
 #
-# Every step and the whole layer against the fp32 loop, in bf16 and fp16 (fp32 on the CPU): both
-# shapes at small scale, a token count no block divides, top-1 and top-8, experts that receive no
-# token, and one expert that receives all of them. ‖out − ref‖ / ‖ref‖:
+# Every step and the layer against the fp32 loop, in bf16 and fp16 (fp32 on the CPU): both shapes
+# small, ragged token counts, top-1 and top-8, empty experts, one expert taking every token:
 
 # %% tags=["hide-input"] summary="Check every step and the layer against the fp32 loop"
 CFG = GemmConfig() if GPU else CPU_CFG
@@ -721,8 +698,7 @@ if GPU:
 # %% [markdown]
 # ## 7. The permutation against torch
 #
-# The three kernels against `torch.argsort(stable=True)` + `torch.bincount`, on the DeepSeek
-# shape's 98,304 routed rows.
+# The three kernels against `torch.argsort(stable=True)` + `torch.bincount`, 98,304 rows.
 
 # %% tags=["hide-input"] summary="Time the counting sort"
 if GPU:
@@ -739,9 +715,9 @@ if GPU:
 # %% [markdown]
 # ## 8. Choosing the tiles
 #
-# Each step's kernel tried at a few tiles, stages, GROUP_SIZE_M and with the persistent loop
-# flattened or not (BLOCK_M is the routing's padding, 128), each checked against `torch._grouped_mm`'s output before it is timed; the fastest per step
-# and shape is used from here on.
+# Each step's kernel at a few tiles, stages and GROUP_SIZE_M, its persistent loop flattened or not
+# (BLOCK_M is the routing's padding, 128), each checked against `torch._grouped_mm` before it is
+# timed; the fastest per step and shape is used from here on.
 
 # %% tags=["hide-input", "hide-output"] summary="The tuning run"
 def torch_gate_up(x, w1, r_counts):
@@ -791,11 +767,10 @@ if GPU:
 # %% [markdown]
 # ## 9. The steps, paired with `torch._grouped_mm`
 #
-# The gate/up GEMM of each shape (2·Tk·d·2F FLOPs), each step against `torch._grouped_mm` in
-# paired rounds, with the loop of cuBLAS calls, one dense cuBLAS GEMM of the same FLOPs (the roof),
-# and the design of Triton's grouped-GEMM tutorial (one persistent loop over every group's tiles,
-# a pointer per group, written here) as peers. Steps 1–3 and the peers write the (Tk, 2F) product;
-# the fused step gathers its rows from the tokens and writes SiLU(gate)·up, (Tk, F).
+# The gate/up GEMM (2·Tk·d·2F FLOPs), each step paired with `torch._grouped_mm`, and as peers one
+# dense cuBLAS GEMM of the same FLOPs (the roof) and the design of Triton's grouped-GEMM tutorial (a
+# pointer per group, one persistent loop over all groups' tiles; written here). Steps 1–3 and the
+# peers write (Tk, 2F); the fused step gathers its rows and writes SiLU(gate)·up, (Tk, F).
 
 # %% tags=["forward"]
 @triton.jit
@@ -890,9 +865,8 @@ if GPU:
 # %% [markdown]
 # ## 10. The whole layer
 #
-# Route, sort, both GEMMs, the activation and the weighted sum back to tokens, against the same
-# layer in PyTorch on `torch._grouped_mm`, eager and under `torch.compile`; each checked against
-# the other first.
+# Route, sort, both GEMMs and the weighted sum back to tokens, against the same layer on
+# `torch._grouped_mm`, eager and under `torch.compile`, each checked against the other first.
 
 # %% tags=["hide-input"] summary="The layer, paired with eager PyTorch and torch.compile; the headlines"
 layer_rows, pairs = [], {}
@@ -946,9 +920,8 @@ if GPU:
 # %% [markdown]
 # ## 11. Over tokens, and over the experts' grain
 #
-# The layer from 1k to 64k tokens on the DeepSeek shape; then at 16k tokens with the same active
-# and total expert parameters cut ever finer, DeepSeek-MoE's *fine-grained expert segmentation*:
-# E experts of width 90,112/E, top E·3/32 (64 experts of 1408, top-6, is DeepSeek-MoE-16B).
+# The layer from 1k to 64k tokens; then at 16k tokens, the same parameters cut ever finer (DeepSeek-MoE's
+# *fine-grained expert segmentation*): E experts of width 90,112/E, top 3E/32 (E = 64 is DeepSeek-MoE-16B).
 
 # %% tags=["hide-input"] summary="The sweeps"
 sweep_rows = []
