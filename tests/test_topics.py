@@ -1,5 +1,6 @@
 """Topic matching: names as whole words, any case, in prose only."""
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -96,3 +97,23 @@ def test_a_name_glued_to_word_characters_never_matches(left, right):
 def test_underscore_glued_names_do_not_match_but_emphasis_does():
     assert match_topics("used log_softmax and gemm_kernel", TOPICS) == []
     assert match_topics("the _GEMM_ part", TOPICS) == ["tiled-matmul"]
+
+
+def test_the_repository_s_moe_topic_catches_a_log_s_words_for_its_mixture_of_experts_project():
+    """The MoE topic as this repository's mkdocs.yml configures it: the ways a log names the project
+    (upper-case MOE glued to a parenthesis, DeepSeek-MoE in any case, MegaBlocks, grouped GEMM) link to
+    it, and words that only contain the letters do not."""
+    from worklog_gen.config import read_mkdocs_yml
+
+    config = read_mkdocs_yml(Path(__file__).resolve().parents[1] / "mkdocs.yml")
+    plugin = next(p["worklog"] for p in config["plugins"] if isinstance(p, dict) and "worklog" in p)
+    moe = [SimpleNamespace(**t) for t in plugin["topics"] if t["id"] == "moe"]
+    assert moe
+    for text in ("Sketched the GPU kernels for MOE from first principles.",
+                 "Next: the custom kernel for MOE(with triton), then the report.",
+                 "Porting the deepseek-MOE kernel into the nanogpt speedrun.",
+                 "Watched the MegaBlocks talk: dropless routing.",
+                 "A grouped GEMM over ragged experts."):
+        assert match_topics(text, moe) == ["moe"], text
+    for text in ("Shoes: moes, moelleux, Moesha.", "The expert said so."):
+        assert match_topics(text, moe) == [], text
