@@ -381,6 +381,21 @@ def test_an_impossible_front_matter_value_is_an_error_at_its_line_and_the_log_st
         assert f"worklog/post.md:{line}: error:" in result.output, args
 
 
+@pytest.mark.parametrize("header", ["12/31/9999 (T - 5)", "01/02/0001 (T + 40)"])
+def test_a_countdown_past_the_calendar_is_an_error_at_its_line(tmp_path, header):
+    root = small_project(tmp_path)
+    (root / "worklog" / "far.md").write_text(f"12/11/25 (T - 152)\nTiled the matmul.\n\n{header}\n"
+                                             "Read the persistent-matmul tutorial.\n", encoding="utf-8")
+    log = load(root / "worklog", relative_to=root)
+    (bad,) = [d for d in log.diagnostics if d.severity == "error"]
+    assert (bad.path, bad.line, bad.code) == ("worklog/far.md", 4, DiagnosticCode.INVALID_DATE), str(bad)
+    assert "target date" in bad.message
+    for args in (["check"], ["export"]):
+        result = run_cli(root, *args)
+        assert result.exit_code == 1 and (result.exception is None or isinstance(result.exception, SystemExit)), args
+        assert "worklog/far.md:4: error: invalid date" in result.output and "bug" not in result.output, args
+
+
 def test_a_progress_log_year_out_of_the_calendar_is_an_error():
     log = parse("---\nyear: 99999999999999\n---\n## November 24 - Day 25\nTimed the softmax.\n", "progress.md")
     assert [d.code for d in log.diagnostics if d.severity == "error"] == [DiagnosticCode.FRONT_MATTER]

@@ -260,7 +260,16 @@ class TMinus(HeaderShape):
     in_fences = True  # a T-minus header always starts an entry: an entry never runs past the next one
 
     def date(self, m, ctx):
-        return header_date(m, ctx.order)
+        """The header's date; ValueError also when its countdown gives a target date outside
+        the years 1 to 9999 (``12/31/9999 (T - 5)``), which no date can hold."""
+        date = header_date(m, ctx.order)
+        countdown = header_countdown(m)
+        try:
+            date + dt.timedelta(days=countdown)
+        except OverflowError:
+            raise ValueError(f"its countdown {m['t']}{m['csep']}{m['n']} gives a target date outside the years "
+                             "1 to 9999") from None
+        return date
 
     def describe(self, m, ctx):
         words = "ISO" if m["iy"] else {"mdy": "month-first", "dmy": "day-first"}[ctx.order]
