@@ -327,3 +327,24 @@ def test_execute_without_a_gpu_refuses_before_running_and_writes_nothing(tmp_pat
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     assert execute._too_few_gpus(root / "notebooks" / "vector_add.py", root) is None
+
+
+@pytest.mark.parametrize("missing", ["kernel", "nbclient"])
+def test_execute_with_the_base_install_says_what_to_install(tmp_path, monkeypatch, missing):
+    from jupyter_client.kernelspec import NoSuchKernel
+
+    root = one_notebook_project(tmp_path)
+
+    def no_kernel(*args, **kwargs):
+        if missing == "kernel":
+            raise NoSuchKernel("python3")
+        raise ModuleNotFoundError("No module named 'nbclient'", name="nbclient")
+
+    monkeypatch.setattr(execute, "environment", lambda root: {"device": "NVIDIA H100", "gpus": ["NVIDIA H100"]})
+    monkeypatch.setattr(execute, "execute_notebook", no_kernel)
+    result = CliRunner().invoke(main, ["execute", "-f", str(root / "mkdocs.yml")])
+    assert result.exit_code == 1, result.output
+    (line,) = [x for x in result.output.splitlines() if x.startswith("error:")]
+    assert line.startswith("error: notebooks/vector_add.py: no Jupyter kernel 'python3'")
+    assert 'pip install "worklog-gen[notebooks]"' in line
+    assert not (root / "notebooks" / "_freeze").exists() or snapshot(root / "notebooks" / "_freeze") == {}

@@ -324,6 +324,25 @@ def _too_few_gpus(path: Path, root: Path) -> str | None:
     return f"needs {needed} GPUs (its metadata worklog_gen: gpus: {needed}), this machine has {have}"
 
 
+NOTEBOOK_PACKAGES = ("nbclient", "ipykernel", "jupyter_client")
+"""What runs a notebook that the base install lacks: ``pip install "worklog-gen[notebooks]"``
+brings nbclient (with jupyter_client) and ipykernel (pyproject's ``notebooks`` extra)."""
+
+
+def _explain(exc: Exception, kernel_name: str) -> str:
+    """One line for an error that stopped a notebook before its first cell: a missing kernel or
+    notebook package (the base install) says what to install; anything else, its type and text."""
+    try:
+        from jupyter_client.kernelspec import NoSuchKernel
+    except ImportError:
+        NoSuchKernel = ()  # noqa: N806 -- no jupyter_client: the ImportError below says so
+    missing = isinstance(exc, ImportError) and (exc.name or "").split(".")[0] in NOTEBOOK_PACKAGES
+    if isinstance(exc, NoSuchKernel) or missing:
+        return (f"no Jupyter kernel {kernel_name!r} to run it in ({type(exc).__name__}: {exc}); "
+                'install the notebook packages with `pip install "worklog-gen[notebooks]"`')
+    return f"{type(exc).__name__}: {exc}"
+
+
 def execute_cli(cfg, root: str | Path, notebooks: list[Path], *, force: bool = False, timeout: int = 1800,
                 kernel_name: str = "python3") -> bool:
     """``worklog-gen execute``: run the stale, missing or failed notebooks among
@@ -366,7 +385,7 @@ def execute_cli(cfg, root: str | Path, notebooks: list[Path], *, force: bool = F
             _say(f"{rel}: {st.state}, executing")
             result = execute_notebook(path, root, store, timeout=timeout, kernel_name=kernel_name)
         except Exception as exc:  # unreadable notebook, missing kernel: report it, go on with the rest
-            _say(f"error: {rel}: {type(exc).__name__}: {exc}")
+            _say(f"error: {rel}: {_explain(exc, kernel_name)}")
             ok = False
             continue
         if result.ok:
