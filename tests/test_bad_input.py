@@ -396,6 +396,25 @@ def test_a_countdown_past_the_calendar_is_an_error_at_its_line(tmp_path, header)
         assert "worklog/far.md:4: error: invalid date" in result.output and "bug" not in result.output, args
 
 
+def test_a_post_titled_with_one_long_word_gets_a_short_unique_page_name(tmp_path):
+    root = small_project(tmp_path)
+    word = ("tiledmatmulwithgroupsizem" * 11)[:270]
+    for name, title in (("one.md", word), ("two.md", word[:-1] + "x"), ("short.md", "Warp shuffles")):
+        (root / "worklog" / name).write_text(f"---\ntitle: {title}\ndate: 2026-01-05\n---\nShuffles within a warp.\n",
+                                            encoding="utf-8")
+    log = load(root / "worklog", relative_to=root)
+    assert not [d for d in log.diagnostics if d.severity == "error"], [str(d) for d in log.diagnostics]
+    slugs = {e.path: e.slug for e in log.entries if e.kind == "post"}
+    assert slugs["worklog/short.md"] == "2026-01-05-warp-shuffles"
+    long = [slugs["worklog/one.md"], slugs["worklog/two.md"]]
+    assert len(set(long)) == 2 and all(len(s) <= 80 and s.startswith("2026-01-05-tiledmatmul") for s in long)
+    again = load(root / "worklog", relative_to=root)
+    assert {e.path: e.slug for e in again.entries if e.kind == "post"} == slugs  # the same on every build
+    result = mkdocs_build(root)
+    assert result.returncode == 0, result.stdout[-2000:]
+    assert (root / "site" / "worklog" / long[0] / "index.html").is_file()
+
+
 def test_a_progress_log_year_out_of_the_calendar_is_an_error():
     log = parse("---\nyear: 99999999999999\n---\n## November 24 - Day 25\nTimed the softmax.\n", "progress.md")
     assert [d.code for d in log.diagnostics if d.severity == "error"] == [DiagnosticCode.FRONT_MATTER]
