@@ -153,6 +153,9 @@ def init(folder: Path, target: dt.datetime | None, site_name: str | None) -> Non
         made = scaffold.create(folder, target.date(), site_name=site_name)
     except (scaffold.ProjectExists, ValueError) as exc:
         raise UsageProblem(str(exc)) from exc
+    except OSError as exc:  # a read-only folder, a full disk: create left nothing behind
+        raise click.ClickException(f"cannot write {exc.filename or folder}: {exc.strerror or exc}; "
+                                   "init wrote nothing") from exc
     for rel in made.files:
         click.echo(f"wrote {folder / rel}")
     where = "" if folder == Path(".") else f"cd {folder} && "

@@ -39,6 +39,10 @@ HEADER_RE = re.compile(
 )
 """A header-shaped line; the date may still be invalid (see :func:`header_date`)."""
 
+MAX_COUNTDOWN = 99_999
+"""The largest countdown a header may have: :data:`HEADER_RE` reads at most 5 digits, so that a
+number such as a year or a count in a line's text is never taken for one (99,999 days is 273 years)."""
+
 @dataclass(frozen=True)
 class HeaderStyle:
     """How a log writes its header lines, so that a new one matches the last."""
