@@ -415,6 +415,24 @@ def test_a_post_titled_with_one_long_word_gets_a_short_unique_page_name(tmp_path
     assert (root / "site" / "worklog" / long[0] / "index.html").is_file()
 
 
+def test_a_day_written_many_times_is_one_error_per_copy_and_one_note_per_other_file(tmp_path):
+    day = "12/10/25 (T - 153)\nTimed the softmax at 4096 rows.\n"
+    copies = 20_000  # the check counts per page and file: linear, where one scan per entry took minutes
+    log = parse(day * copies, "tminus.md")
+    errors = [d for d in log.diagnostics if d.code is DiagnosticCode.DUPLICATE_DAY]
+    assert [(d.line, d.message.rsplit(" ", 1)[-1]) for d in errors[:2]] == [(3, "2025-12-10-2"), (5, "2025-12-10-3")]
+    assert len(errors) == copies - 1 and errors[-1].message.endswith(f"page 2025-12-10-{copies}")
+    assert len({e.slug for e in log.entries}) == copies
+    post = "---\ntitle: Warp shuffles\ndate: 2026-01-05\n---\nShuffles within a warp.\n"
+    for name, text in {"a.md": day * 2, "b.md": day, "post1.md": post, "post2.md": post}.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    several = load(tmp_path, relative_to=tmp_path)
+    found = sorted((d.path, d.line, d.code) for d in several.diagnostics
+                   if d.code in (DiagnosticCode.DUPLICATE_DAY, DiagnosticCode.SAME_DAY))
+    assert found == [("a.md", 3, DiagnosticCode.DUPLICATE_DAY), ("b.md", 1, DiagnosticCode.SAME_DAY),
+                     ("post2.md", 5, DiagnosticCode.DUPLICATE_DAY)]
+
+
 def test_a_progress_log_year_out_of_the_calendar_is_an_error():
     log = parse("---\nyear: 99999999999999\n---\n## November 24 - Day 25\nTimed the softmax.\n", "progress.md")
     assert [d.code for d in log.diagnostics if d.severity == "error"] == [DiagnosticCode.FRONT_MATTER]
