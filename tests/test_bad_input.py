@@ -433,6 +433,14 @@ def test_a_day_written_many_times_is_one_error_per_copy_and_one_note_per_other_f
                      ("post2.md", 5, DiagnosticCode.DUPLICATE_DAY)]
 
 
+def test_the_last_days_of_the_calendar_still_make_a_heatmap():
+    from worklog_gen.site.heatmap import heatmap_cells
+
+    last = dt.date(9999, 12, 30)
+    cells = heatmap_cells({last: 40}, until=dt.date.max)  # the target date is the calendar's last day
+    assert [(c.date, c.words, c.ahead) for c in cells] == [(last, 40, False), (dt.date.max, None, True)]
+
+
 def test_a_progress_log_year_out_of_the_calendar_is_an_error():
     log = parse("---\nyear: 99999999999999\n---\n## November 24 - Day 25\nTimed the softmax.\n", "progress.md")
     assert [d.code for d in log.diagnostics if d.severity == "error"] == [DiagnosticCode.FRONT_MATTER]
