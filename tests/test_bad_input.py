@@ -381,6 +381,66 @@ def test_an_impossible_front_matter_value_is_an_error_at_its_line_and_the_log_st
         assert f"worklog/post.md:{line}: error:" in result.output, args
 
 
+@pytest.mark.parametrize("header", ["12/31/9999 (T - 5)", "01/02/0001 (T + 40)"])
+def test_a_countdown_past_the_calendar_is_an_error_at_its_line(tmp_path, header):
+    root = small_project(tmp_path)
+    (root / "worklog" / "far.md").write_text(f"12/11/25 (T - 152)\nTiled the matmul.\n\n{header}\n"
+                                             "Read the persistent-matmul tutorial.\n", encoding="utf-8")
+    log = load(root / "worklog", relative_to=root)
+    (bad,) = [d for d in log.diagnostics if d.severity == "error"]
+    assert (bad.path, bad.line, bad.code) == ("worklog/far.md", 4, DiagnosticCode.INVALID_DATE), str(bad)
+    assert "target date" in bad.message
+    for args in (["check"], ["export"]):
+        result = run_cli(root, *args)
+        assert result.exit_code == 1 and (result.exception is None or isinstance(result.exception, SystemExit)), args
+        assert "worklog/far.md:4: error: invalid date" in result.output and "bug" not in result.output, args
+
+
+def test_a_post_titled_with_one_long_word_gets_a_short_unique_page_name(tmp_path):
+    root = small_project(tmp_path)
+    word = ("tiledmatmulwithgroupsizem" * 11)[:270]
+    for name, title in (("one.md", word), ("two.md", word[:-1] + "x"), ("short.md", "Warp shuffles")):
+        (root / "worklog" / name).write_text(f"---\ntitle: {title}\ndate: 2026-01-05\n---\nShuffles within a warp.\n",
+                                            encoding="utf-8")
+    log = load(root / "worklog", relative_to=root)
+    assert not [d for d in log.diagnostics if d.severity == "error"], [str(d) for d in log.diagnostics]
+    slugs = {e.path: e.slug for e in log.entries if e.kind == "post"}
+    assert slugs["worklog/short.md"] == "2026-01-05-warp-shuffles"
+    long = [slugs["worklog/one.md"], slugs["worklog/two.md"]]
+    assert len(set(long)) == 2 and all(len(s) <= 80 and s.startswith("2026-01-05-tiledmatmul") for s in long)
+    again = load(root / "worklog", relative_to=root)
+    assert {e.path: e.slug for e in again.entries if e.kind == "post"} == slugs  # the same on every build
+    result = mkdocs_build(root)
+    assert result.returncode == 0, result.stdout[-2000:]
+    assert (root / "site" / "worklog" / long[0] / "index.html").is_file()
+
+
+def test_a_day_written_many_times_is_one_error_per_copy_and_one_note_per_other_file(tmp_path):
+    day = "12/10/25 (T - 153)\nTimed the softmax at 4096 rows.\n"
+    copies = 20_000  # the check counts per page and file: linear, where one scan per entry took minutes
+    log = parse(day * copies, "tminus.md")
+    errors = [d for d in log.diagnostics if d.code is DiagnosticCode.DUPLICATE_DAY]
+    assert [(d.line, d.message.rsplit(" ", 1)[-1]) for d in errors[:2]] == [(3, "2025-12-10-2"), (5, "2025-12-10-3")]
+    assert len(errors) == copies - 1 and errors[-1].message.endswith(f"page 2025-12-10-{copies}")
+    assert len({e.slug for e in log.entries}) == copies
+    post = "---\ntitle: Warp shuffles\ndate: 2026-01-05\n---\nShuffles within a warp.\n"
+    for name, text in {"a.md": day * 2, "b.md": day, "post1.md": post, "post2.md": post}.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    several = load(tmp_path, relative_to=tmp_path)
+    found = sorted((d.path, d.line, d.code) for d in several.diagnostics
+                   if d.code in (DiagnosticCode.DUPLICATE_DAY, DiagnosticCode.SAME_DAY))
+    assert found == [("a.md", 3, DiagnosticCode.DUPLICATE_DAY), ("b.md", 1, DiagnosticCode.SAME_DAY),
+                     ("post2.md", 5, DiagnosticCode.DUPLICATE_DAY)]
+
+
+def test_the_last_days_of_the_calendar_still_make_a_heatmap():
+    from worklog_gen.site.heatmap import heatmap_cells
+
+    last = dt.date(9999, 12, 30)
+    cells = heatmap_cells({last: 40}, until=dt.date.max)  # the target date is the calendar's last day
+    assert [(c.date, c.words, c.ahead) for c in cells] == [(last, 40, False), (dt.date.max, None, True)]
+
+
 def test_a_progress_log_year_out_of_the_calendar_is_an_error():
     log = parse("---\nyear: 99999999999999\n---\n## November 24 - Day 25\nTimed the softmax.\n", "progress.md")
     assert [d.code for d in log.diagnostics if d.severity == "error"] == [DiagnosticCode.FRONT_MATTER]

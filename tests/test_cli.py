@@ -78,6 +78,20 @@ def test_new_appends_todays_header_with_the_countdown(tmp_path, monkeypatch):
     assert log.read_text().count("12/12/25") == 1  # nothing appended twice
 
 
+@pytest.mark.parametrize("given, said", [("2026-02-30", "'2026-02-30' does not exist: day is out of range"),
+                                         ("2026/02/03", "'2026/02/03' is not a date written YYYY-MM-DD")])
+def test_new_says_whether_a_date_does_not_exist_or_is_not_yyyy_mm_dd(tmp_path, monkeypatch, given, said):
+    log = tmp_path / "log.md"
+    text = "02/27/26 (T - 10)\nTimed the softmax at 4096 rows.\n"
+    log.write_text(text)
+    monkeypatch.chdir(tmp_path)
+    for args in (["new", log, "--date", given], ["init", tmp_path / "site", "--target", given]):
+        result = run(*args)
+        assert result.exit_code == 2, result.output
+        assert said in result.output.strip().splitlines()[-1], args
+    assert log.read_text() == text and not (tmp_path / "site").exists()
+
+
 def test_check_exits_1_on_errors_with_file_and_line(tmp_path, monkeypatch):
     log = tmp_path / "log.md"
     log.write_text(

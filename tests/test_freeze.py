@@ -24,6 +24,7 @@ from worklog_gen import __version__
 from worklog_gen.freeze import store as freeze
 from worklog_gen.cli import main
 from worklog_gen.config import load_plugin_config
+from worklog_gen.freeze import execute
 from worklog_gen.freeze.execute import execute_cli, execute_notebook
 from worklog_gen.freeze.record import FreezeRecord
 from worklog_gen.freeze.source_hash import source_hash
@@ -272,3 +273,78 @@ def test_the_kernel_runs_over_ipc_without_the_tcp_warning(tmp_path, capfd):
     err = capfd.readouterr().err
     assert "without encryption" not in err
     assert "Parent appears to have exited" not in err
+
+
+FIRST_KERNEL = """\
+# %% [markdown]
+# # Vector add
+#
+# One element per program; the launch grid is `triton.cdiv(n, BLOCK_SIZE)`.
+
+# %%
+import torch
+
+x = torch.rand(98_432, device="cuda")
+print(float((x + x).sum()))
+"""
+ONE_TOPIC_YML = """\
+site_name: vector add
+plugins:
+  - worklog:
+      topics:
+        - id: vector-add
+          title: Vector add
+          notebook: notebooks/vector_add.py
+"""
+
+
+def one_notebook_project(root: Path) -> Path:
+    """A project with one topic notebook that needs a GPU (it declares no ``gpus``)."""
+    (root / "notebooks").mkdir(parents=True)
+    (root / "notebooks" / "vector_add.py").write_text(FIRST_KERNEL)
+    (root / "mkdocs.yml").write_text(ONE_TOPIC_YML)
+    return root
+
+
+def test_execute_without_a_gpu_refuses_before_running_and_writes_nothing(tmp_path, monkeypatch):
+    root = one_notebook_project(tmp_path)
+    store = root / "notebooks" / "_freeze"
+    store.mkdir()
+
+    def never(*args, **kwargs):
+        raise AssertionError("the notebook ran")
+
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.setattr(execute, "environment", lambda root: {"device": None, "gpus": []})
+    monkeypatch.setattr(execute, "execute_notebook", never)
+    result = CliRunner().invoke(main, ["execute", "-f", str(root / "mkdocs.yml")])
+    assert result.exit_code == 1, result.output
+    (line,) = [x for x in result.output.splitlines() if x.startswith("error:")]
+    assert line.startswith("error: notebooks/vector_add.py: needs a CUDA GPU and this machine has none")
+    assert "TRITON_INTERPRET=1 worklog-gen execute" in line
+    assert "Traceback" not in result.output
+    assert snapshot(store) == {}  # no failure record: the next strict build still passes
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert execute._too_few_gpus(root / "notebooks" / "vector_add.py", root) is None
+
+
+@pytest.mark.parametrize("missing", ["kernel", "nbclient"])
+def test_execute_with_the_base_install_says_what_to_install(tmp_path, monkeypatch, missing):
+    from jupyter_client.kernelspec import NoSuchKernel
+
+    root = one_notebook_project(tmp_path)
+
+    def no_kernel(*args, **kwargs):
+        if missing == "kernel":
+            raise NoSuchKernel("python3")
+        raise ModuleNotFoundError("No module named 'nbclient'", name="nbclient")
+
+    monkeypatch.setattr(execute, "environment", lambda root: {"device": "NVIDIA H100", "gpus": ["NVIDIA H100"]})
+    monkeypatch.setattr(execute, "execute_notebook", no_kernel)
+    result = CliRunner().invoke(main, ["execute", "-f", str(root / "mkdocs.yml")])
+    assert result.exit_code == 1, result.output
+    (line,) = [x for x in result.output.splitlines() if x.startswith("error:")]
+    assert line.startswith("error: notebooks/vector_add.py: no Jupyter kernel 'python3'")
+    assert 'pip install "worklog-gen[notebooks]"' in line
+    assert not (root / "notebooks" / "_freeze").exists() or snapshot(root / "notebooks" / "_freeze") == {}

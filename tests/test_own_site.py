@@ -130,6 +130,34 @@ def test_init_asks_for_the_target_and_overwrites_nothing(tmp_path):
     assert past.exit_code == 2 and "before today" in past.output
 
 
+def test_init_refuses_a_target_whose_countdown_a_header_cannot_hold(tmp_path):
+    result = CliRunner().invoke(main, ["init", str(tmp_path / "far"), "--target", "2400-01-01"])
+    assert result.exit_code == 2, result.output
+    (line,) = result.output.strip().splitlines()
+    assert "2400-01-01" in line and "99,999 days" in line
+    assert not (tmp_path / "far").exists() or not list((tmp_path / "far").iterdir())
+
+
+def test_init_that_cannot_write_every_file_writes_none(tmp_path, monkeypatch):
+    folder = tmp_path / "mylog"
+    opened = Path.open
+
+    def read_only_worklog(self, mode="r", *args, **kwargs):
+        if "x" in mode and self.parent.name == "worklog":
+            raise PermissionError(13, "Permission denied", str(self))
+        return opened(self, mode, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", read_only_worklog)
+    result = CliRunner().invoke(main, ["init", str(folder), "--target", "2099-03-05"])
+    assert result.exit_code == 1, result.output
+    (line,) = result.output.strip().splitlines()
+    assert "worklog/log.md" in line and "Permission denied" in line and "init wrote nothing" in line
+    assert not folder.exists()  # mkdocs.yml and docs/ removed again, and the folder init made
+    monkeypatch.setattr(Path, "open", opened)
+    again = CliRunner().invoke(main, ["init", str(folder), "--target", "2099-03-05"])
+    assert again.exit_code == 0, again.output
+
+
 @pytest.mark.parametrize("version, direct_url, requirement", [
     ("0.1.0", None, "worklog-gen==0.1.0"),  # a release from PyPI
     ("0.1.0", {"url": "file:///home/me/dist/worklog_gen-0.1.0-py3-none-any.whl", "archive_info": {}},

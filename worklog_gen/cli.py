@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -56,6 +57,24 @@ def find_config(config_file: Path | None, *, required: bool = True) -> Path | No
     if required:
         raise UsageProblem(f"no {CONFIG_NAME} in {here} or above: pass PATH or -f")
     return None
+
+
+class IsoDate(click.ParamType):
+    """A YYYY-MM-DD option, read as a :class:`datetime.date`: text of another form says the
+    format, and a date that does not exist (``2026-02-30``) says so."""
+
+    name = "YYYY-MM-DD"
+
+    def convert(self, value, param, ctx) -> dt.date:
+        if isinstance(value, dt.date):
+            return value
+        m = re.fullmatch(r"(\d{4})-(\d{1,2})-(\d{1,2})", str(value).strip())
+        if m is None:
+            self.fail(f"{value!r} is not a date written YYYY-MM-DD", param, ctx)
+        try:
+            return dt.date(*map(int, m.groups()))
+        except ValueError as exc:
+            self.fail(f"{value!r} does not exist: {exc}", param, ctx)
 
 
 def _config(config_file: Path | None, paths: tuple[Path, ...] = ()):
@@ -133,10 +152,10 @@ def main() -> None:
 
 @main.command()
 @click.argument("folder", required=False, default=".", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--target", "target", type=click.DateTime(["%Y-%m-%d"]),
+@click.option("--target", "target", type=IsoDate(),
               help="The target date the log counts down to, YYYY-MM-DD (asked when not given).")
 @click.option("--name", "site_name", help="The site's name [default: the folder's name].")
-def init(folder: Path, target: dt.datetime | None, site_name: str | None) -> None:
+def init(folder: Path, target: dt.date | None, site_name: str | None) -> None:
     """Make a new learning-log site in FOLDER (default: here) that builds as it stands.
 
     Writes mkdocs.yml (every option commented), docs/index.md, worklog/log.md (today's entry,
@@ -148,11 +167,14 @@ def init(folder: Path, target: dt.datetime | None, site_name: str | None) -> Non
 
     if target is None:
         target = click.prompt("Target date you are counting down to (YYYY-MM-DD)",
-                              type=click.DateTime(["%Y-%m-%d"]))
+                              type=IsoDate())
     try:
-        made = scaffold.create(folder, target.date(), site_name=site_name)
+        made = scaffold.create(folder, target, site_name=site_name)
     except (scaffold.ProjectExists, ValueError) as exc:
         raise UsageProblem(str(exc)) from exc
+    except OSError as exc:  # a read-only folder, a full disk: create left nothing behind
+        raise click.ClickException(f"cannot write {exc.filename or folder}: {exc.strerror or exc}; "
+                                   "init wrote nothing") from exc
     for rel in made.files:
         click.echo(f"wrote {folder / rel}")
     where = "" if folder == Path(".") else f"cd {folder} && "
@@ -185,9 +207,9 @@ def export(paths: tuple[Path, ...], fmt: str, config_file: Path) -> None:
 
 @main.command()
 @click.argument("path", required=False, type=click.Path(dir_okay=True, path_type=Path))
-@click.option("--date", "day", type=click.DateTime(["%Y-%m-%d"]), help="Entry date (default: today).")
+@click.option("--date", "day", type=IsoDate(), help="Entry date (default: today).")
 @CONFIG_OPTION
-def new(path: Path | None, day: dt.datetime | None, config_file: Path) -> None:
+def new(path: Path | None, day: dt.date | None, config_file: Path) -> None:
     """Append today's entry header, with its countdown to the target date, to the log.
 
     PATH is the log file; with none, the configured worklog (the newest file in a folder).
@@ -196,7 +218,7 @@ def new(path: Path | None, day: dt.datetime | None, config_file: Path) -> None:
 
     cfg, root = _config(config_file, (path,) if path else ())
     target = path or root / cfg.worklog_dir
-    date = day.date() if day else dt.date.today()
+    date = day or dt.date.today()
     try:
         file, header = append_entry(target, date, date_order=cfg.date_order)
     except ValueError as exc:

@@ -31,7 +31,7 @@ from pathlib import Path
 from string import Template
 from urllib.parse import urlsplit, urlunsplit
 
-from worklog_gen.log.shapes import HeaderStyle, format_header
+from worklog_gen.log.shapes import MAX_COUNTDOWN, HeaderStyle, format_header
 
 FILES = {
     "mkdocs.yml": "mkdocs.yml",
@@ -135,6 +135,9 @@ def create(folder: str | Path, target: dt.date, *, today: dt.date | None = None,
     today = today or dt.date.today()
     if target < today:
         raise ValueError(f"the target date {target} is before today, {today}")
+    if (target - today).days > MAX_COUNTDOWN:
+        raise ValueError(f"the target date {target} is {(target - today).days:,} days away; a header's countdown has "
+                         f"at most 5 digits ({MAX_COUNTDOWN:,} days, about 273 years), so choose a nearer one")
     present = [rel for rel in FILES if (folder / rel).exists() or (folder / rel).is_symlink()]
     if present:
         raise ProjectExists(f"{folder}: {', '.join(present)} already exist(s); init writes nothing over a file "
@@ -151,12 +154,33 @@ def create(folder: str | Path, target: dt.date, *, today: dt.date | None = None,
         wrapped for line in note.splitlines()
         for wrapped in textwrap.wrap(line, 92, break_on_hyphens=False, break_long_words=False))
     templates = resources.files("worklog_gen") / "templates"
+    texts = {}
     for rel, template in FILES.items():
         text = (templates / template).read_text(encoding="utf-8")
-        if rel in FILLED:
-            text = Template(text).substitute(fields)
-        path = folder / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("x", encoding="utf-8") as fh:  # "x": never over a file that appeared meanwhile
-            fh.write(text)
+        texts[rel] = Template(text).substitute(fields) if rel in FILLED else text
+    _write_all(folder, texts)
     return NewProject(folder, list(FILES), header)
+
+
+def _write_all(folder: Path, texts: dict[str, str]) -> None:
+    """Write each ``texts`` file (relative path -> text) under ``folder``, or none: when one cannot
+    be written (a read-only folder, a full disk), the files and folders written so far are removed
+    and the OSError is raised.
+
+    Raises:
+        OSError: a folder or file cannot be written; nothing new is left behind.
+    """
+    made: list[Path] = []  # files and folders this call created, in order
+    try:
+        for rel, text in texts.items():
+            path = folder / rel
+            missing = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            made += reversed(missing)
+            with path.open("x", encoding="utf-8") as fh:  # "x": never over a file that appeared meanwhile
+                made.append(path)
+                fh.write(text)
+    except OSError:
+        for p in reversed(made):
+            p.rmdir() if p.is_dir() else p.unlink(missing_ok=True)
+        raise

@@ -72,14 +72,14 @@ NO_GPU_HINT = ("no CUDA GPU was found on this machine: `worklog-gen execute` fre
 
 def gpus_needed(nb) -> int:
     """How many GPUs a notebook runs on: its jupytext metadata ``worklog_gen: {gpus: N}`` (in the
-    file's YAML header, under ``jupyter:``), else 1.
+    file's YAML header, under ``jupyter:``), else 1; ``gpus: 0`` for one that needs none.
 
     Raises:
-        ValueError: ``gpus`` is not a positive integer.
+        ValueError: ``gpus`` is not a whole number, 0 or more.
     """
     value = (nb.metadata.get("worklog_gen") or {}).get("gpus", 1)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"metadata worklog_gen: gpus must be a positive integer, not {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"metadata worklog_gen: gpus must be a whole number, 0 or more, not {value!r}")
     return value
 
 
@@ -303,16 +303,44 @@ def execute_notebook(notebook: str | Path, root: str | Path, store_dir: str | Pa
         shutil.rmtree(out_dir, ignore_errors=True)
 
 
+NO_GPU_REFUSAL = ("needs a CUDA GPU and this machine has none (torch sees no CUDA device), so it was not run; "
+                  "for a correctness run on the CPU, under the Triton interpreter at small sizes, run "
+                  "`TRITON_INTERPRET=1 worklog-gen execute`")
+"""Why a notebook is not run on a machine without a GPU, outside the interpreter."""
+
+
 def _too_few_gpus(path: Path, root: Path) -> str | None:
-    """Why ``path`` cannot run here, when it declares more GPUs (:func:`gpus_needed`) than this
-    machine has (under the interpreter, it runs on the CPU however many it declares); else ``None``."""
+    """Why ``path`` cannot run here, when it declares more GPUs (:func:`gpus_needed`, 1 unless
+    it says otherwise) than this machine has: none (:data:`NO_GPU_REFUSAL`), or too few. Under the
+    interpreter it runs on the CPU however many it declares. ``None`` when it can run."""
     needed = gpus_needed(read_notebook(path))
-    if needed <= 1 or interpret_mode():
+    if needed == 0 or interpret_mode():
         return None
     have = len(environment(str(root)).get("gpus") or [])
     if have >= needed:
         return None
+    if have == 0:
+        return NO_GPU_REFUSAL
     return f"needs {needed} GPUs (its metadata worklog_gen: gpus: {needed}), this machine has {have}"
+
+
+NOTEBOOK_PACKAGES = ("nbclient", "ipykernel", "jupyter_client")
+"""What runs a notebook that the base install lacks: ``pip install "worklog-gen[notebooks]"``
+brings nbclient (with jupyter_client) and ipykernel (pyproject's ``notebooks`` extra)."""
+
+
+def _explain(exc: Exception, kernel_name: str) -> str:
+    """One line for an error that stopped a notebook before its first cell: a missing kernel or
+    notebook package (the base install) says what to install; anything else, its type and text."""
+    try:
+        from jupyter_client.kernelspec import NoSuchKernel
+    except ImportError:
+        NoSuchKernel = ()  # noqa: N806 -- no jupyter_client: the ImportError below says so
+    missing = isinstance(exc, ImportError) and (exc.name or "").split(".")[0] in NOTEBOOK_PACKAGES
+    if isinstance(exc, NoSuchKernel) or missing:
+        return (f"no Jupyter kernel {kernel_name!r} to run it in ({type(exc).__name__}: {exc}); "
+                'install the notebook packages with `pip install "worklog-gen[notebooks]"`')
+    return f"{type(exc).__name__}: {exc}"
 
 
 def execute_cli(cfg, root: str | Path, notebooks: list[Path], *, force: bool = False, timeout: int = 1800,
@@ -357,7 +385,7 @@ def execute_cli(cfg, root: str | Path, notebooks: list[Path], *, force: bool = F
             _say(f"{rel}: {st.state}, executing")
             result = execute_notebook(path, root, store, timeout=timeout, kernel_name=kernel_name)
         except Exception as exc:  # unreadable notebook, missing kernel: report it, go on with the rest
-            _say(f"error: {rel}: {type(exc).__name__}: {exc}")
+            _say(f"error: {rel}: {_explain(exc, kernel_name)}")
             ok = False
             continue
         if result.ok:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,8 +120,25 @@ class Entry:
         base = self.date.isoformat()
         if self.kind == "post":
             words = re.findall(r"[a-z0-9]+", self.title.lower())
-            base += "-" + "-".join(words[:8]) if words else ""
+            base += "-" + _capped("-".join(words[:8])) if words else ""
         return f"{base}-{self.duplicate_index + 1}" if self.duplicate_index else base
+
+
+MAX_SLUG_TITLE = 60
+"""Characters of a post's title in its slug: a page's folder name stays far below the 255 bytes
+a file name may have, however long the title's words."""
+
+
+def _capped(text: str) -> str:
+    """``text`` (a slug's title part) unchanged up to :data:`MAX_SLUG_TITLE` characters; longer, cut
+    there (at a ``-`` when one is in its second half) and followed by 8 hex digits of its SHA-1, so
+    that two titles cut alike keep distinct slugs, the same on every build."""
+    if len(text) <= MAX_SLUG_TITLE:
+        return text
+    cut = text[:MAX_SLUG_TITLE]
+    if cut.rfind("-") > MAX_SLUG_TITLE // 2:
+        cut = cut[: cut.rfind("-")]
+    return f"{cut.rstrip('-')}-{hashlib.sha1(text.encode()).hexdigest()[:8]}"
 
 
 @dataclass

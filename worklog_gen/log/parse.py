@@ -194,18 +194,20 @@ def _analyse(src: SourceFile) -> list[Diagnostic]:
 def _assemble(files: list[SourceFile], diagnostics: list[Diagnostic], order: Literal["mdy", "dmy"]) -> Worklog:
     """One :class:`Worklog` from parsed files: entries sorted by date, duplicates and target date checked."""
     entries = sorted((e for f in files for e in f.entries), key=lambda e: e.date)  # stable: file order within a day
-    by_page: dict[str, list[Entry]] = {}
+    first_on_page: dict[str, Entry] = {}
+    earlier: Counter[tuple[str, str]] = Counter()  # (page, file) -> entries of that page seen so far
     for e in entries:
-        same = by_page.setdefault(e.slug, [])
-        same.append(e)
-        first = same[0]
+        page = e.slug
+        first = first_on_page.setdefault(page, e)
         # a second entry of a day in the same file (or a post of the same title and date) is a
         # mistake: its own page and an error; a day from another source shares the day's page
-        e.duplicate_index = sum(x.path == e.path for x in same[:-1]) if e.kind == "day" else len(same) - 1
+        key = (page, e.path if e.kind == "day" else "")
+        e.duplicate_index = earlier[key]
+        earlier[key] += 1
         if e.duplicate_index:
             msg = f"duplicate day {e.date}: also at {first.source}; both are kept, this one as page {e.slug}"
             diagnostics.append(Diagnostic(e.path, e.line, msg, DiagnosticCode.DUPLICATE_DAY))
-        elif len(same) > 1:
+        elif first is not e:
             msg = (f"day {e.date} is also written at {first.source}: both are kept, on the day's one page, "
                    f"each under its source")
             diagnostics.append(Diagnostic(e.path, e.line, msg, DiagnosticCode.SAME_DAY))

@@ -39,6 +39,10 @@ HEADER_RE = re.compile(
 )
 """A header-shaped line; the date may still be invalid (see :func:`header_date`)."""
 
+MAX_COUNTDOWN = 99_999
+"""The largest countdown a header may have: :data:`HEADER_RE` reads at most 5 digits, so that a
+number such as a year or a count in a line's text is never taken for one (99,999 days is 273 years)."""
+
 @dataclass(frozen=True)
 class HeaderStyle:
     """How a log writes its header lines, so that a new one matches the last."""
@@ -260,7 +264,16 @@ class TMinus(HeaderShape):
     in_fences = True  # a T-minus header always starts an entry: an entry never runs past the next one
 
     def date(self, m, ctx):
-        return header_date(m, ctx.order)
+        """The header's date; ValueError also when its countdown gives a target date outside
+        the years 1 to 9999 (``12/31/9999 (T - 5)``), which no date can hold."""
+        date = header_date(m, ctx.order)
+        countdown = header_countdown(m)
+        try:
+            date + dt.timedelta(days=countdown)
+        except OverflowError:
+            raise ValueError(f"its countdown {m['t']}{m['csep']}{m['n']} gives a target date outside the years "
+                             "1 to 9999") from None
+        return date
 
     def describe(self, m, ctx):
         words = "ISO" if m["iy"] else {"mdy": "month-first", "dmy": "day-first"}[ctx.order]

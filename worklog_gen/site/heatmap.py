@@ -53,7 +53,8 @@ def heatmap_cells(words: dict[dt.date, int], until: dt.date | None = None) -> li
     if not words:
         return []
     first, last = min(words), max(words)
-    end = last if until is None else max(last, min(until, last + dt.timedelta(days=MAX_DAYS_AHEAD)))
+    ahead = 0 if until is None else max(0, min((until - last).days, MAX_DAYS_AHEAD))
+    end = last + dt.timedelta(days=ahead)  # never past ``until``: no date past 9999-12-31 is reached
     monday = first - dt.timedelta(days=first.weekday())
     counts = sorted(w for w in words.values() if w > 0)
     if len(counts) >= 4:
