@@ -306,8 +306,8 @@ SORT_BLOCK = 256  # routed rows per histogram and scatter program
 def permute(ids: torch.Tensor, weights: torch.Tensor, num_experts: int, block_m: int) -> Routing:
     """The counting sort of ids (T, top_k) into expert segments padded to block_m rows: three
     launches, no host synchronisation (the buffers are sized for the worst case,
-    cdiv(T·top_k, block_m) + E blocks). Raises ValueError on an id outside 0..E-1 only when
-    checked by the caller; the kernels assume valid ids."""
+    cdiv(T·top_k, block_m) + E blocks). ids must lie in 0..num_experts-1, as the router writes
+    them; the kernels do not check it."""
     n = ids.numel()
     chunks = triton.cdiv(n, SORT_BLOCK)
     max_blocks = triton.cdiv(n, block_m) + num_experts
