@@ -720,12 +720,6 @@ if GPU:
 # timed; the fastest per step and shape is used from here on.
 
 # %% tags=["hide-input", "hide-output"] summary="The tuning run"
-def torch_gate_up(x, w1, r_counts):
-    """torch._grouped_mm on the unpadded sorted rows: (T·k, 2F)."""
-    order, counts = r_counts
-    return torch._grouped_mm(x[order // counts[1]], w1.transpose(-2, -1), offs=counts[0])
-
-
 CANDIDATES = {"grouped": [GemmConfig(128, bn, 64, 8, w, st) for bn in (128, 256) for w, st in ((8, 3), (8, 4))],
               "persistent": [GemmConfig(128, 256, 64, g, 8, st, fl) for g in (8, 16) for st in (3, 4) for fl in (False, True)],
               "fused": [GemmConfig(128, 128, 64, g, 8, st) for g in (4, 8) for st in (3, 4)],
