@@ -245,39 +245,53 @@ def check(paths: tuple[Path, ...], fix: bool, show_diff: bool, as_json: bool, co
     With --fix, the repairs of damaged text (mojibake, backwards links, line ends, encoding)
     are written back, each file atomically and only when the repair is lossless, and the diff
     is printed; --diff is a dry run: it prints the diff and the diagnostics and writes nothing,
-    with or without --fix.
+    with or without --fix. --fix holds the lock `new` takes, and leaves a file that changed
+    after it read it as it is (exit 1; run it again).
     """
+    from contextlib import nullcontext
+
+    from filelock import Timeout
+
     from worklog_gen.log import fix as fixer
+    from worklog_gen.log.authoring import LOCK_TIMEOUT_S, log_lock
     from worklog_gen.log.lint import lint, report, summary
 
     cfg, root = _config(config_file, paths)
     targets = _worklog_paths(paths, cfg, root)
-    log = _load(targets, cfg, config_file)
+    writing = fix and not show_diff  # --diff: a dry run
     result: dict = {}
-    if fix or show_diff:
-        try:
-            fixes = fixer.plan(log)
-        except OSError as exc:
-            raise click.ClickException(f"cannot read {exc.filename}: {exc.strerror or exc}") from exc
-        for f in fixes:
-            if f.refused:
-                click.echo(f"{f.name}: not fixed: {f.refused}", err=True)
-            elif not as_json:
-                click.echo(f.diff(), nl=False)
-            if fix and not show_diff and not f.refused:
-                try:
-                    fixer.apply(f)
-                except OSError as exc:  # the file or its folder became read-only meanwhile
-                    f.refused = f"cannot write it: {exc.strerror or exc}"
-                    click.echo(f"{f.name}: not fixed: {f.refused}", err=True)
-        fix = fix and not show_diff  # --diff: a dry run
-        result = {"fixed" if fix else "fixable": [f.name for f in fixes if not f.refused],
-                  "refused": [{"path": f.name, "why": f.refused} for f in fixes if f.refused]}
-        if fix and not as_json:
+    changed = False  # a file changed while --fix ran: left as it is, exit 1
+    try:
+        # ``new`` takes the same lock: it waits until the repairs are in place, then appends.
+        with log_lock(targets) if writing else nullcontext():
+            log = _load(targets, cfg, config_file)
+            if fix or show_diff:
+                fixes = _plan_fixes(fixer, log)
+                for f in fixes:
+                    if f.refused:
+                        click.echo(f"{f.name}: not fixed: {f.refused}", err=True)
+                    elif not as_json:
+                        click.echo(f.diff(), nl=False)
+                    if writing and not f.refused:
+                        try:
+                            fixer.apply(f)
+                        except fixer.FileChanged:  # an editor saved it meanwhile: its text is kept
+                            f.refused = "it changed while check --fix ran: nothing was written; run check --fix again"
+                            changed = True
+                            click.echo(f"{f.name}: not fixed: {f.refused}", err=True)
+                        except OSError as exc:  # the file or its folder became read-only meanwhile
+                            f.refused = f"cannot write it: {exc.strerror or exc}"
+                            click.echo(f"{f.name}: not fixed: {f.refused}", err=True)
+                result = {"fixed" if writing else "fixable": [f.name for f in fixes if not f.refused],
+                          "refused": [{"path": f.name, "why": f.refused} for f in fixes if f.refused]}
+    except Timeout as exc:
+        raise click.ClickException(f"{', '.join(map(str, targets))}: another worklog-gen new or check --fix held "
+                                   f"the log for {LOCK_TIMEOUT_S} s; nothing was written, try again") from exc
+    if writing:
+        if not as_json:
             click.echo(f"fixed {len(result['fixed'])} file(s)" + (f", refused {len(result['refused'])}"
                                                                   if result["refused"] else ""), err=True)
-        if fix:
-            log = _load(targets, cfg, config_file)
+        log = _load(targets, cfg, config_file)
     diagnostics = lint(log)
     counts = summary(diagnostics)
     if as_json:
@@ -287,7 +301,15 @@ def check(paths: tuple[Path, ...], fix: bool, show_diff: bool, as_json: bool, co
     elif text := report(diagnostics):
         click.echo(text)
     click.echo(f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} note(s)", err=True)
-    sys.exit(1 if counts["error"] else 0)
+    sys.exit(1 if counts["error"] or changed else 0)
+
+
+def _plan_fixes(fixer, log):
+    """:func:`worklog_gen.log.fix.plan`, a file it cannot read as a one-line error."""
+    try:
+        return fixer.plan(log)
+    except OSError as exc:
+        raise click.ClickException(f"cannot read {exc.filename}: {exc.strerror or exc}") from exc
 
 
 @main.command()

@@ -1,9 +1,11 @@
 """Add an entry to a worklog: append a header line in the log's own style.
 
-The one place that writes to the author's files; everything else only reads them. Two
-``worklog-gen new`` run at once on one log (a shell alias and an editor hook, say) take turns:
-each holds a lock on the log's folder while it reads the log and appends, so the second sees the
-first's entry (and refuses the same day twice, or a day before it).
+With ``check --fix`` (:mod:`worklog_gen.log.fix`), the one place that writes to the author's
+files; everything else only reads them. Two ``worklog-gen new`` run at once on one log (a shell
+alias and an editor hook, say) take turns: each holds a lock on the log's folder while it reads
+the log and appends, so the second sees the first's entry (and refuses the same day twice, or a
+day before it). ``check --fix`` holds the same lock (:func:`log_lock`) from reading the log to
+writing its repairs, so a ``new`` waits for it rather than append to a file about to be replaced.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import tempfile
+from collections.abc import Iterable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from filelock import FileLock, Timeout
@@ -31,6 +35,21 @@ def _lock(path: Path) -> FileLock:
     folder = (path if path.is_dir() else path.parent).resolve()
     key = hashlib.sha256(str(folder).encode()).hexdigest()[:16]
     return FileLock(Path(tempfile.gettempdir()) / f"worklog-gen-new-{key}.lock", timeout=LOCK_TIMEOUT_S, mode=0o666)
+
+
+@contextmanager
+def log_lock(paths: Iterable[str | Path]) -> Iterator[None]:
+    """Hold the lock of each log at ``paths`` (files or folders; see :func:`_lock`), each folder's
+    once, taken in one order so that two holders of several never wait on each other.
+
+    Raises:
+        filelock.Timeout: another ``new`` or ``check --fix`` held one for :data:`LOCK_TIMEOUT_S` s.
+    """
+    locks = {lock.lock_file: lock for lock in (_lock(Path(p)) for p in paths)}
+    with ExitStack() as stack:
+        for name in sorted(locks):
+            stack.enter_context(locks[name])
+        yield
 
 
 def append_entry(path: str | Path, date: dt.date, *, date_order: DateOrder = "auto") -> tuple[Path, str]:

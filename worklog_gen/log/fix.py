@@ -13,11 +13,17 @@ that is a symbolic link, in which no entry is recognised (it may not be a log at
 bytes named ``.md`` decode as some encoding and would grow at each fix), or that this user may
 not write (the file, or its folder, which the atomic rename needs) is never touched; its
 :attr:`FileFix.refused` says why.
+
+Nor is a file that changed after :func:`plan` read it (a line typed in an editor, a day that
+``worklog-gen new`` appended): :func:`apply` reads it again just before the rename and raises
+:class:`FileChanged` when its bytes differ, leaving it as it is. ``check --fix`` also holds the
+lock ``new`` takes (:func:`worklog_gen.log.authoring.log_lock`) meanwhile, so a ``new`` waits.
 """
 
 from __future__ import annotations
 
 import difflib
+import hashlib
 import os
 import shutil
 import tempfile
@@ -45,6 +51,9 @@ class FileFix:
     after: str
     repairs: list[Diagnostic] = field(default_factory=list)
     refused: str = ""
+    digest: str = ""
+    """The SHA-256 of the file's bytes as :func:`plan` read them; :func:`apply` writes only over
+    the same bytes (``""``: not checked)."""
 
     def diff(self) -> str:
         """A unified diff of the fix (``a/<name>`` to ``b/<name>``); line-end-only changes show as
@@ -75,14 +84,15 @@ def plan(log: Worklog) -> list[FileFix]:
         if not repairs or src.file is None:
             continue
         path = src.file
-        before, _ = decode_bytes(path.read_bytes(), src.path)
+        data = path.read_bytes()
+        before, _ = decode_bytes(data, src.path)
         old, new = _lines(before), src.reassemble().split("\n")
         named = {d.line for d in repairs if d.code in LINE_REPAIRS}
         for d in log.diagnostics:  # a bare URL stays as the author wrote it (only the page links it)
             if d.path == src.path and d.code is DiagnosticCode.BARE_URL and d.line not in named and d.line <= len(old):
                 new[d.line - 1] = old[d.line - 1]
         after = "\n".join(new)
-        fix = FileFix(path, src.path, before, after, repairs)
+        fix = FileFix(path, src.path, before, after, repairs, digest=hashlib.sha256(data).hexdigest())
         changed = {i + 1 for i, (a, b) in enumerate(zip(old, new)) if a != b}
         if path.is_symlink():
             fix.refused = "a symbolic link: fix the file it points to"
@@ -106,11 +116,19 @@ def _writable(path: Path) -> bool:
     return os.access(path, os.W_OK) and bool(path.stat().st_mode & 0o222)
 
 
+class FileChanged(Exception):
+    """The file is no longer what :func:`plan` read: the fix, made from the old text, would lose
+    what was written since."""
+
+
 def apply(fix: FileFix) -> None:
-    """Write ``fix.after`` over ``fix.path`` atomically, keeping the file's permissions.
+    """Write ``fix.after`` over ``fix.path`` atomically, keeping the file's permissions, if the
+    file still holds the bytes :func:`plan` read (:attr:`FileFix.digest`), compared just before
+    the rename.
 
     Raises:
         ValueError: the fix is refused (:attr:`FileFix.refused`).
+        FileChanged: the file changed since :func:`plan` read it; it is left as it is.
         OSError: the folder cannot be written; the file is then left as it was.
     """
     if fix.refused:
@@ -123,6 +141,9 @@ def apply(fix: FileFix) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         shutil.copymode(fix.path, tmp)
+        if fix.digest and hashlib.sha256(fix.path.read_bytes()).hexdigest() != fix.digest:
+            raise FileChanged(f"{fix.name}: not fixed: it changed while check --fix ran (nothing was "
+                              "written; run check --fix again)")
         os.replace(tmp, fix.path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
