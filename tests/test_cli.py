@@ -134,3 +134,37 @@ def test_bad_plugin_options_are_a_clear_error(tmp_path, monkeypatch):
     result = run("export")
     assert result.exit_code != 0
     assert "mkdocs.yml" in result.output and "date_order" in result.output
+
+
+PROGRESS_LOG = "## November 24 - Day 1 of ML Systems\nTimed the softmax at 4096 rows.\n"
+
+
+@pytest.mark.parametrize("plugins, option", [
+    ("  - worklog:\n      year: true\n", "'year': expected a year such as 2025"),  # YAML's true is a Python int
+    ("  - worklog:\n      year: 0\n", "'year': expected a year such as 2025"),
+    ("  worklog:\n    year: true\n", "'year': expected a year such as 2025"),  # plugins as a mapping
+    ('  - worklog: "x"\n', "expected a mapping of options under 'worklog:'"),
+    ("  - worklog: [2025]\n", "expected a mapping of options under 'worklog:'"),
+])
+@pytest.mark.parametrize("command", [["check"], ["export"], ["new", "--date", "2025-11-25"]])
+def test_a_bad_plugin_option_is_blamed_on_mkdocs_yml_not_the_log(tmp_path, monkeypatch, plugins, option, command):
+    (tmp_path / "worklog").mkdir()
+    (tmp_path / "worklog" / "progress.md").write_text(PROGRESS_LOG, encoding="utf-8")
+    (tmp_path / "mkdocs.yml").write_text(f"site_name: ML Systems\nplugins:\n{plugins}", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result = run(*command)
+    assert result.exit_code == 2, result.output
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith(f"Error: {tmp_path / 'mkdocs.yml'}: invalid 'worklog' plugin options: ") and option in line
+    assert "progress.md" not in line
+    assert (tmp_path / "worklog" / "progress.md").read_text(encoding="utf-8") == PROGRESS_LOG
+
+
+def test_a_year_option_that_is_a_year_is_read(tmp_path, monkeypatch):
+    (tmp_path / "worklog").mkdir()
+    (tmp_path / "worklog" / "progress.md").write_text(PROGRESS_LOG, encoding="utf-8")
+    (tmp_path / "mkdocs.yml").write_text("site_name: t\nplugins:\n  worklog:\n    year: 2024\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result = run("export")
+    assert result.exit_code == 0, result.output
+    assert [e["date"] for e in json.loads(result.stdout)["entries"]] == ["2024-11-24"]

@@ -6,6 +6,7 @@ The CLI reads them from ``./mkdocs.yml`` without building the site.
 
 from __future__ import annotations
 
+import datetime as dt
 import posixpath
 import re
 from dataclasses import dataclass
@@ -19,6 +20,17 @@ from mkdocs.exceptions import PluginError
 from worklog_gen.paths import OutsideFolder, inside
 
 TOPIC_ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+
+class Year(c.BaseConfigOption[int]):
+    """A year a date can hold with a day either side (2 to 9998, as the parser reads a front matter
+    ``year:``), written as an integer: ``true`` is no year, though YAML's booleans are Python ints."""
+
+    def run_validation(self, value: object) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not dt.MINYEAR < value < dt.MAXYEAR:
+            raise c.ValidationError(f"expected a year such as 2025 (an integer from {dt.MINYEAR + 1} to "
+                                    f"{dt.MAXYEAR - 1}), not {value!r}")
+        return value
+
 
 class TopicConfig(base.Config):
     """One topic: a jupytext notebook rendered as a page, and the words that name it."""
@@ -66,7 +78,7 @@ class WorklogConfig(base.Config):
     """Folder, relative to ``mkdocs.yml``, where the build keeps what it renders once and reads back
     on later builds: each chart's narrow SVG for phones (:mod:`worklog_gen.site.fallback`). Safe to
     delete; not to commit."""
-    year = c.Optional(c.Type(int))
+    year = c.Optional(Year())
     """Year of the oldest entry of a progress log whose headings name no year (``## November 24``);
     a file's front matter ``year:`` wins. Without either, the latest year that puts no entry
     after the build date, with a warning naming the file and the year chosen."""
@@ -189,11 +201,18 @@ def load_plugin_config(mkdocs_yml: str | Path = "mkdocs.yml") -> tuple[WorklogCo
     options: dict = {}
     if path.exists():
         data = read_mkdocs_yml(path)
-        for item in data.get("plugins") or []:
-            if isinstance(item, dict) and "worklog" in item:
-                options = item["worklog"] or {}
+        plugins = data.get("plugins") or []
+        for item in plugins.items() if isinstance(plugins, dict) else plugins:  # a list, or a mapping
+            if isinstance(item, tuple) and item[0] == "worklog":
+                options = {} if item[1] is None else item[1]
+            elif isinstance(item, dict) and "worklog" in item:
+                options = {} if item["worklog"] is None else item["worklog"]
             elif item == "worklog":
                 options = {}
+    if not isinstance(options, dict):
+        raise PluginError(f"{path}: invalid 'worklog' plugin options: expected a mapping of options under "
+                          f"'worklog:' (such as 'worklog_dir: worklog'), found {type(options).__name__} "
+                          f"{options!r}")
     cfg = WorklogConfig(config_file_path=str(path))
     cfg.load_dict(options)
     errors, _warnings = cfg.validate()
