@@ -75,3 +75,14 @@ def test_feed_content_is_made_safe_as_the_pages_are(make_entry, make_log, saniti
     assert '<a href="https://arxiv.org/abs/2205.14135">FlashAttention</a>' in content
     unsafe = ["<script", "onerror", "onclick", "<base", "<form", "data:"]
     assert [u for u in unsafe if u in content] == ([] if sanitize else unsafe)
+
+
+@pytest.mark.parametrize("site_url, home", [(None, "./"), ("https://me.github.io/log", "https://me.github.io/log/")])
+def test_a_link_to_the_site_home_is_not_the_feed_itself(make_entry, make_log, site_url, home):
+    log = make_log([make_entry("2025-12-09", "Back to [the home page](../index.md) and "
+                                             "[the worklog](index.md#timeline).", 154)])
+    root = ET.fromstring(atom_feed(log, CFG, title="t", site_url=site_url))
+    content = root.find(f"{A}entry/{A}content").text
+    base = site_url + "/" if site_url else ""
+    assert f'href="{home}"' in content and 'href=""' not in content
+    assert f'href="{base}worklog/#timeline"' in content

@@ -158,6 +158,28 @@ def test_init_that_cannot_write_every_file_writes_none(tmp_path, monkeypatch):
     assert again.exit_code == 0, again.output
 
 
+def test_init_site_reads_the_site_url_the_publish_workflow_sets(tmp_path, monkeypatch):
+    from mkdocs.config import load_config
+
+    project = scaffold.create(tmp_path / "mylog", dt.date(2099, 3, 5)).folder
+    workflow = yaml.safe_load((project / ".github/workflows/publish.yml").read_text())
+    build_step = next(s for s in workflow["jobs"]["build"]["steps"] if "SITE_URL" in s.get("env", {}))
+    assert build_step["run"].startswith("mkdocs build")
+    env = {k: v for k, v in ENV.items() if k != "SITE_URL"}
+    monkeypatch.chdir(project)
+    monkeypatch.delenv("SITE_URL", raising=False)  # load_config reads !ENV from os.environ
+    assert load_config(str(project / "mkdocs.yml"))["site_url"] is None  # unset: no site_url, as before
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict"], cwd=project, capture_output=True,
+                          text=True, timeout=600, env={**env, "SITE_URL": "https://me.github.io/mylog"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "site_url is not set" not in done.stderr
+    feed = ET.fromstring((project / "site" / "feed.xml").read_bytes())
+    a = f"{{{ATOM_NS}}}"
+    assert feed.find(f"{a}link[@rel='self']").get("href") == "https://me.github.io/mylog/feed.xml"
+    links = [e.find(f"{a}link").get("href") for e in feed.findall(f"{a}entry")]
+    assert links and all(link.startswith("https://me.github.io/mylog/worklog/") for link in links), links
+
+
 @pytest.mark.parametrize("version, direct_url, requirement", [
     ("0.1.0", None, "worklog-gen==0.1.0"),  # a release from PyPI
     ("0.1.0", {"url": "file:///home/me/dist/worklog_gen-0.1.0-py3-none-any.whl", "archive_info": {}},

@@ -67,6 +67,8 @@ class _LinksFromFeed(Treeprocessor):
                 stem += ".html"
             path = stem
         suffix = (f"?{parts.query}" if parts.query else "") + (f"#{parts.fragment}" if parts.fragment else "")
+        if not path and not self.base:  # the site's root (``../index.md``): "" would be the feed itself
+            path = "./"
         return (self.base or "") + path + suffix
 
 
