@@ -168,3 +168,25 @@ def test_a_year_option_that_is_a_year_is_read(tmp_path, monkeypatch):
     result = run("export")
     assert result.exit_code == 0, result.output
     assert [e["date"] for e in json.loads(result.stdout)["entries"]] == ["2024-11-24"]
+
+
+def test_new_right_after_init_says_what_to_do_and_init_hints_what_works(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    made = run("init", "mylog", "--target", "2099-03-05")
+    assert made.exit_code == 0, made.output
+    today = dt.date.today()
+    header = f"{today:%m/%d/%y} (T - {(dt.date(2099, 3, 5) - today).days})"
+    assert f"first entry: {header}, today's, in mylog/worklog/log.md: write today's notes under it" in made.output
+    assert "from tomorrow on, worklog-gen new adds each day's header" in made.output
+    monkeypatch.chdir(tmp_path / "mylog")
+    log = tmp_path / "mylog" / "worklog" / "log.md"
+    before = log.read_text(encoding="utf-8")
+    same_day = run("new")
+    assert same_day.exit_code == 1, same_day.output
+    (line,) = same_day.output.strip().splitlines()
+    assert f"{today} already has an entry ({header}): write that day's notes under it" in line
+    assert "--date YYYY-MM-DD" in line and line.startswith(f"Error: {log}:")
+    assert log.read_text(encoding="utf-8") == before  # nothing appended
+    tomorrow = run("new", "--date", (today + dt.timedelta(days=1)).isoformat())  # what the hint says works
+    assert tomorrow.exit_code == 0, tomorrow.output
+    assert log.read_text(encoding="utf-8").startswith(before)

@@ -178,8 +178,9 @@ def init(folder: Path, target: dt.date | None, site_name: str | None) -> None:
     for rel in made.files:
         click.echo(f"wrote {folder / rel}")
     where = "" if folder == Path(".") else f"cd {folder} && "
-    click.echo(f"first entry: {made.header}\nnext: {where}mkdocs serve   (or mkdocs build --strict; "
-               "worklog-gen new adds a day)")
+    click.echo(f"first entry: {made.header}, today's, in {folder / 'worklog' / 'log.md'}: write today's notes "
+               f"under it\nnext: {where}mkdocs serve   (or mkdocs build --strict); from tomorrow on, "
+               "worklog-gen new adds each day's header")
 
 
 @main.command()

@@ -90,7 +90,9 @@ def _append(path: Path, date: dt.date, date_order: DateOrder) -> tuple[Path, str
     log = load(path, date_order=date_order)
     for e in log.entries:
         if e.date == date:
-            raise ValueError(f"{e.source}: {date} already has an entry")
+            raise ValueError(f"{e.source}: {date} already has an entry{f' ({e.header})' if e.header else ''}: "
+                             "write that day's notes under it; new adds a day that has none (tomorrow's, or "
+                             "--date YYYY-MM-DD)")
     if log.target_date is None:
         raise ValueError(f"{path}: no target date known: no entry has a countdown")
     newest = log.entries[-1] if log.entries else None
