@@ -190,3 +190,34 @@ def test_new_right_after_init_says_what_to_do_and_init_hints_what_works(tmp_path
     tomorrow = run("new", "--date", (today + dt.timedelta(days=1)).isoformat())  # what the hint says works
     assert tomorrow.exit_code == 0, tomorrow.output
     assert log.read_text(encoding="utf-8").startswith(before)
+
+
+def test_status_has_a_header_and_says_the_next_step(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert run("init", "mylog", "--target", "2099-03-05").exit_code == 0
+    monkeypatch.chdir(tmp_path / "mylog")
+    result = run("status")
+    assert result.exit_code == 1, result.output
+    header, row, step = result.stdout.splitlines()
+    assert header.split() == ["topic", "state", "ran", "on", "executed", "at", "notebook"]
+    assert row.split()[:2] == ["first-kernel", "missing"] and row.index("missing") == header.index("state")
+    assert step.startswith("next: worklog-gen execute notebooks/first_kernel.py ") and "TRITON_INTERPRET=1" in step
+    assert step.endswith("then commit notebooks/_freeze/")
+    (rows,) = json.loads(run("status", "--json").stdout).values()  # --json: the rows alone, as before
+    assert [r["state"] for r in rows] == ["missing"]
+
+
+def test_status_names_a_notebook_that_is_not_found_and_a_site_without_notebooks(tmp_path, monkeypatch):
+    (tmp_path / "mkdocs.yml").write_text(
+        "site_name: t\nplugins:\n  - worklog:\n      topics:\n        - id: softmax\n          title: Softmax\n"
+        "          notebook: notebooks/softmax.py\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result = run("status")
+    assert result.exit_code == 1, result.output
+    assert ("next: topic 'softmax': notebooks/softmax.py is not found; fix its 'notebook' in mkdocs.yml"
+            in result.stdout.splitlines())
+    assert "worklog-gen execute" not in result.stdout
+    (tmp_path / "mkdocs.yml").write_text("site_name: t\nplugins:\n  - worklog\n", encoding="utf-8")
+    result = run("status")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == f"no topic names a notebook in {tmp_path / 'mkdocs.yml'}: nothing to execute\n"

@@ -398,9 +398,32 @@ def status(as_json: bool, config_file: Path) -> None:
     rows = freeze.status(cfg, root)
     if as_json:
         click.echo(json.dumps({"notebooks": [r.to_json() for r in rows]}, indent=2))
+    elif not rows:
+        click.echo(f"no topic names a notebook in {find_config(config_file)}: nothing to execute")
     else:
         widths = dict(topic_width=max([20, *(len(r.topic) for r in rows)]),
                       gpu_width=max([24, *(len(r.gpu or "-") for r in rows)]))
+        click.echo(f"{'topic':<{widths['topic_width']}} {'state':<8} {'ran on':<{widths['gpu_width']}} "
+                   f"{'executed at':<21} notebook")
         for r in rows:
             click.echo(r.summary(**widths))
+        for step in _next_steps(rows, cfg):
+            click.echo(f"next: {step}")
     sys.exit(0 if all(r.state is NotebookState.FRESH for r in rows) else 1)
+
+
+def _next_steps(rows, cfg) -> list[str]:
+    """What to run for the rows of ``status`` that are not fresh: ``execute`` for the notebooks
+    that exist (after fixing the cell that failed, for a failed one), then commit the store."""
+    from worklog_gen.freeze.record import NotebookState
+
+    steps = [f"topic '{r.topic}': {r.path} is not found; fix its 'notebook' in mkdocs.yml"
+             for r in rows if not r.source_exists]
+    failed = [r.path for r in rows if r.source_exists and r.state is NotebookState.FAILED]
+    if failed:
+        steps.append(f"fix the cell that failed in {', '.join(failed)} (above), then execute it as below")
+    run = [r.path for r in rows if r.source_exists and r.state is not NotebookState.FRESH]
+    if run:
+        steps.append(f"worklog-gen execute {' '.join(run)}   (on a GPU; TRITON_INTERPRET=1 worklog-gen execute "
+                     f"... on a CPU checks correctness only), then commit {cfg.freeze_dir}/")
+    return steps
