@@ -117,3 +117,36 @@ def test_the_repository_s_moe_topic_catches_a_log_s_words_for_its_mixture_of_exp
         assert match_topics(text, moe) == ["moe"], text
     for text in ("Shoes: moes, moelleux, Moesha.", "The expert said so."):
         assert match_topics(text, moe) == [], text
+
+
+def test_a_day_written_in_two_files_keeps_the_topics_of_both(tmp_path):
+    """A T-minus log and a notes file both write 12/09/25: the day's one page links the topics
+    each mentions, and each topic page lists the day once, with the text that mentions it."""
+    import datetime as dt
+
+    from worklog_gen.config import load_plugin_config
+    from worklog_gen.site.generate import generate
+
+    (tmp_path / "worklog").mkdir()
+    (tmp_path / "worklog" / "tminus.md").write_text(
+        "12/09/25 (T - 154)\nTiled a GEMM with 64x64 blocks; 610 TFLOP/s in bf16.\n\n"
+        "12/10/25 (T - 153)\nRead about the L2 cache and swizzled launch order.\n", encoding="utf-8")
+    (tmp_path / "worklog" / "notes.md").write_text(
+        "12/09/25 (T - 154)\nEvening: wrote the online softmax in one pass over the row.\n", encoding="utf-8")
+    (tmp_path / "mkdocs.yml").write_text(
+        "site_name: Kernels by hand\nplugins:\n  - worklog:\n      topics:\n"
+        "        - {id: tiled-matmul, title: Tiled matmul, aliases: [GEMM]}\n"
+        "        - {id: online-softmax, title: Online softmax}\n"
+        "        - {id: l2-cache, title: L2 cache}\n", encoding="utf-8")
+    cfg, root = load_plugin_config(tmp_path / "mkdocs.yml")
+    files = generate(cfg, root, site_name="Kernels by hand", build_date=dt.date(2025, 12, 12)).files
+    day = files["worklog/2025-12-09.md"]
+    topics = day[day.index("## Topics"):]
+    assert "[Tiled matmul](../topics/tiled-matmul.md)" in topics
+    assert "[Online softmax](../topics/online-softmax.md)" in topics
+    assert "L2 cache" not in topics
+    for topic, text in [("tiled-matmul", "Tiled a GEMM"), ("online-softmax", "Evening: wrote the online softmax")]:
+        page = files[f"topics/{topic}.md"]
+        assert "## Days that mention it (1)" in page, page
+        assert page.count("(../worklog/2025-12-09.md)") == 1 and text in page, page
+    assert "(../worklog/2025-12-10.md)" in files["topics/l2-cache.md"]

@@ -39,7 +39,7 @@ from worklog_gen.site.old_links import OldSiteLinks
 from worklog_gen.site.pages import SiteContext, entry_body, nav_section, topic_page, worklog_pages
 from worklog_gen.site.sanitize import marked
 from worklog_gen.site.topics import match_topics
-from worklog_gen.log import Severity, Worklog, load
+from worklog_gen.log import Entry, Severity, Worklog, load
 
 NAV_FILE = "nav.yml"
 """Name of the nav fragment :func:`write_site` writes beside ``docs/``."""
@@ -152,10 +152,14 @@ def generate(cfg: WorklogConfig, root: Path, *, site_name: str, site_url: str | 
         worklog = dataclasses.replace(worklog, entries=[e for e in worklog.entries if not e.draft])
         site.messages.append(Message(Severity.INFO, "worklog: left out of the site, as drafts (draft: true): "
                                      + ", ".join(e.source for e in drafts)))
+    mentioned = [(e, match_topics(e.body, cfg.topics)) for e in worklog.entries]
+    entry_topics: dict[str, list[str]] = {}
+    for e, ids in mentioned:  # a day written in two files: the topics of both, each once
+        entry_topics[e.slug] = list(dict.fromkeys([*entry_topics.get(e.slug, []), *ids]))
     ctx = SiteContext(
         layout=Layout(cfg.url_prefix, use_directory_urls, home_at_root),
         topic_titles={t.id: t.title for t in cfg.topics},
-        entry_topics={e.slug: match_topics(e.body, cfg.topics) for e in worklog.entries},
+        entry_topics=entry_topics,
         old_links=OldSiteLinks(cfg.old_site_url),
         build_date=build_date or dt.date.today(),
         feed=cfg.feed,
@@ -168,7 +172,7 @@ def generate(cfg: WorklogConfig, root: Path, *, site_name: str, site_url: str | 
     extra |= {dest: path.read_bytes() for dest, path in ctx.assets.items()}  # a post's images
     site.sections.append(Section(cfg.nav_title, nav_section(worklog, ctx), set(pages)))
     site.not_in_nav.append(ctx.layout.entry_pages_pattern)
-    topic_items = _topic_pages(cfg, root, worklog, ctx, pages, extra, site.messages)
+    topic_items = _topic_pages(cfg, root, mentioned, ctx, pages, extra, site.messages)
     if topic_items:
         topic_srcs = {next(iter(item.values())) for item in topic_items}
         title = "Kernels" if paths.KERNELS_PAGE in topic_srcs else "Topics"
@@ -198,15 +202,17 @@ def has_home(author_pages) -> bool:
     return any(src in ("index.md", "README.md") for src in author_pages)
 
 
-def _topic_pages(cfg: WorklogConfig, root: Path, worklog: Worklog, ctx: SiteContext, pages: dict,
-                 extra: dict, messages: list[Message]) -> list:
+def _topic_pages(cfg: WorklogConfig, root: Path, mentioned: list[tuple[Entry, list[str]]], ctx: SiteContext,
+                 pages: dict, extra: dict, messages: list[Message]) -> list:
     """Add topic pages and the Kernels page (with their files) from the freeze store;
-    collect the renderer's warnings. Returns their nav items."""
+    collect the renderer's warnings. ``mentioned``: each entry, in date order, with the ids of
+    the topics its own text mentions. Returns their nav items."""
     store = root / cfg.freeze_dir
     items: list = []
     with_notebook = []
     for topic in cfg.topics:
-        mentions = [e for e in worklog.entries if topic.id in ctx.entry_topics[e.slug]]
+        # one line per day: its first entry that mentions the topic (a day in two files has one page)
+        mentions = list({e.slug: e for e, ids in reversed(mentioned) if topic.id in ids}.values())
         body = "*No notebook for this topic yet.*"
         src = paths.topic_page(topic.id)
         if topic.notebook:
