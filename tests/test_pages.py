@@ -136,6 +136,19 @@ def test_summary_is_cut_at_a_word_boundary(make_entry):
     assert len(text) <= 50 and text.endswith("word…")
 
 
+@pytest.mark.parametrize("body, expected", [
+    ("Tiled matmul (GROUP_SIZE_M = 8; swizzled launch order) hit 610 TFLOP/s; the rest tomorrow.",
+     "Tiled matmul (GROUP_SIZE_M = 8; swizzled launch order) hit 610 TFLOP/s"),
+    ("Read the FlashAttention-2 paper (Dao et al. 2023) on the train. Then timed it.",
+     "Read the FlashAttention-2 paper (Dao et al. 2023) on the train."),
+    ("Timed the reduction against torch.sum (bandwidth-bound above 1M elements, launch-bound below them, "
+     "on the H100 and on the H200 alike)", "Timed the reduction against torch.sum…"),  # cut inside the parenthesis
+])
+def test_a_summary_never_leaves_a_parenthesis_open(make_entry, body, expected):
+    text = summary(make_entry("2025-12-11", body))
+    assert text == expected and text.count("(") == text.count(")")
+
+
 def test_reading_list_dedupes_by_url_and_keeps_days_in_order(make_entry):
     a = make_entry("2025-12-10", links=[("Lecture 14", "https://c.org/l14"), ("Brrr", "https://www.horace.io/b")])
     b = make_entry("2025-12-09", links=[("Lecture 14 (first)", "https://c.org/l14")])

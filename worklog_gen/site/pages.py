@@ -76,13 +76,29 @@ def summary(entry: Entry, limit: int = SUMMARY_CHARS) -> str:
     text = prose(body).split("\n", 1)[0]
     if not text:
         return "(no text)"
-    sentence = _SENTENCE_END.split(text, 1)[0].rstrip(" ;")
+    # the first sentence end outside parentheses: "(Dao et al. 2023)" or "(GROUP_SIZE_M = 8; swizzled)"
+    # stays whole rather than leave a "(" open
+    end = next((m.start() for m in _SENTENCE_END.finditer(text) if not _open_paren(text[: m.start()])), len(text))
+    sentence = text[:end].rstrip(" ;")
     if len(sentence) <= limit:
         return sentence
     cut = sentence[: limit - 1]
     if " " in cut:
         cut = cut.rsplit(" ", 1)[0]
+    if _open_paren(cut) and cut.rfind("(") > 0:  # cut inside a parenthesis: end before it
+        cut = cut[: cut.rfind("(")]
     return cut.rstrip(" ,;:") + "…"
+
+
+def _open_paren(text: str) -> bool:
+    """Whether ``text`` leaves a parenthesis open."""
+    depth = 0
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        elif ch == ")" and depth:
+            depth -= 1
+    return depth > 0
 
 
 # --- pages ------------------------------------------------------------------------------
