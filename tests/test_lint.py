@@ -91,3 +91,18 @@ def test_cli_check_exit_codes(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     assert "0 error(s), 0 warning(s)" in result.output
     assert runner.invoke(main, ["check", str(good), "-f", str(tmp_path / "absent.yml")]).exit_code == 2
+
+
+def test_the_readme_s_table_of_diagnostics_says_each_code_s_severity():
+    """The README's table lists every diagnostic code with the severity the code gives it, and
+    its prose says what a day in two files and an empty entry are (notes, not warnings)."""
+    import re
+    from pathlib import Path
+
+    from worklog_gen.log import DiagnosticCode
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    table = dict(re.findall(r"^\| `([a-z-]+)` \| (error|warning|info) \|", readme, re.MULTILINE))
+    assert table == {code.value: code.severity.value for code in DiagnosticCode}
+    for said in ("empty entry, with a warning", "two files is kept on one page, each text\n  under its source, with a warning"):
+        assert said not in readme

@@ -403,7 +403,8 @@ def load(paths: list[str | Path] | str | Path, *, date_order: DateOrder = "auto"
     the front matter's ``target_date:`` or ``target:`` (YYYY-MM-DD), else the one
     most entries give (``date + countdown``; on a tie, the latest entry's). Each entry
     whose target date differs gets a *warning* naming both dates; two entries on one
-    day get an *error* and both are kept (see the module docstring).
+    day in one file get an *error*, in two files a *note* (``same-day``), and both are kept (see
+    the module docstring).
     :attr:`Worklog.preamble` and :attr:`Worklog.front_matter` come from the first
     file with a preamble (else the first file); :attr:`Worklog.files` has each file's.
     Files below ``relative_to`` (the folder of ``mkdocs.yml``) are named relative to it in
