@@ -203,10 +203,11 @@ def load_plugin_config(mkdocs_yml: str | Path = "mkdocs.yml") -> tuple[WorklogCo
         data = read_mkdocs_yml(path)
         plugins = data.get("plugins") or []
         for item in plugins.items() if isinstance(plugins, dict) else plugins:  # a list, or a mapping
+            # as MkDocs reads them: empty options (null, "", 0) are none
             if isinstance(item, tuple) and item[0] == "worklog":
-                options = {} if item[1] is None else item[1]
+                options = item[1] or {}
             elif isinstance(item, dict) and "worklog" in item:
-                options = {} if item["worklog"] is None else item["worklog"]
+                options = item["worklog"] or {}
             elif item == "worklog":
                 options = {}
     if not isinstance(options, dict):
