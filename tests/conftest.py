@@ -80,7 +80,7 @@ def fake_render(monkeypatch):
             self.calls: list[tuple] = []
             self.warnings: list[str] = []
 
-        def render_topic(self, notebook, store_dir, root, *, files_dir):
+        def render_topic(self, notebook, store_dir, root, *, files_dir, primary=None):
             topic_id = files_dir
             self.calls.append(("topic", topic_id, Path(notebook)))
             return render.RenderedPage(
@@ -89,7 +89,7 @@ def fake_render(monkeypatch):
                 warnings=list(self.warnings),
             )
 
-        def kernels_page(self, topics, store_dir, root):
+        def kernels_page(self, topics, store_dir, root, primary=None):
             self.calls.append(("kernels", [t[0] for t in topics]))
             return render.RenderedPage(markdown="# Kernels\n\nEvery kernel.\n")
 

@@ -91,11 +91,13 @@ def test_execute_writes_a_store_entry_with_its_record(executed):
     root, ok = executed
     assert ok
     store = root / "notebooks" / "_freeze"
-    entry = store / "alpha"
+    (entry,) = (store / "alpha").iterdir()  # one machine: this one
     assert sorted(p.name for p in entry.iterdir()) == ["alpha.ipynb", "data", "record.json"]
-    assert not [p for p in store.iterdir() if p.name.startswith(".")], "temporary folders left behind"
+    assert not [p for p in store.rglob(".*")], "temporary folders left behind"
 
     record = json.loads((entry / "record.json").read_text())
+    assert record["machine"] == FreezeRecord.from_json(record).device_label
+    assert entry.name == freeze.machine_slug(record["machine"])
     assert record["source_hash"] == source_hash(root / "notebooks/alpha.py", root).hexdigest
     assert record["notebook"] == "notebooks/alpha.py"
     assert record["hashed_files"] == ["worklog_gen/kit/__init__.py", "worklog_gen/kit/notebook.py"]
@@ -140,9 +142,11 @@ def test_status_reports_fresh_results(executed):
     rows = freeze.status(cfg, root)
     assert [r.topic for r in rows] == ["alpha", "beta"]  # the topic without a notebook is left out
     alpha = rows[0].to_json()
-    assert set(alpha) == {"topic", "path", "state", "gpu", "executed_at", "headline", "reasons", "failure"}
+    assert set(alpha) == {"topic", "path", "machine", "slug", "state", "gpu", "executed_at", "headline", "reasons",
+                          "failure"}
     record = freeze.load_record(root / "notebooks/_freeze", "notebooks/alpha.py")
     assert alpha == {"topic": "alpha", "path": "notebooks/alpha.py", "state": "fresh",
+                     "machine": record.machine_name, "slug": freeze.machine_slug(record.machine_name),
                      "gpu": record.device_label, "executed_at": record.executed_at,
                      "headline": {"alpha_sum_of_squares": 285.0}, "reasons": [], "failure": None}
     assert rows[1].to_json()["headline"] == {"beta_ratio": 0.75}
@@ -195,6 +199,7 @@ def test_a_notebook_without_a_store_entry_is_missing(project):
     cfg, _ = load_plugin_config(project / "mkdocs.yml")
     beta = freeze.status(cfg, project)[1]
     assert beta.to_json() == {"topic": "beta", "path": "notebooks/beta.py", "state": "missing",
+                              "machine": None, "slug": None,
                               "gpu": None, "executed_at": None, "headline": {}, "reasons": [], "failure": None}
     assert "missing" in beta.summary()
 
@@ -212,8 +217,11 @@ def test_a_failing_cell_keeps_the_frozen_result(project):
     assert "Traceback" in output and "ValueError: boom from the fixture" in output
     assert "notebooks/beta.py: fresh, skipped" in output
 
-    assert snapshot(store) == {**before, "alpha.failed.json": snapshot(store)["alpha.failed.json"]}
-    failure = json.loads((store / "alpha.failed.json").read_text())
+    machine = freeze.load_record(store, "alpha.py").machine_name
+    failed = f"alpha/{freeze.machine_slug(machine)}.failed.json"  # beside that machine's entry
+    assert snapshot(store) == {**before, failed: snapshot(store)[failed]}
+    failure = json.loads((store / failed).read_text())
+    assert failure["machine"] == machine
     assert failure["source_hash"] == source_hash(path, project).hexdigest
     assert failure["ename"] == "ValueError" and failure["evalue"] == "boom from the fixture"
     lines = path.read_text().split("\n")
@@ -262,6 +270,7 @@ def test_write_entry_replaces_the_old_entry_whole(tmp_path):
         "data", "data/new.json", "record.json", "x.ipynb"]
     assert freeze.load_record(store, "x.py").source_hash == "new"
     assert [p.name for p in store.iterdir()] == ["x"]
+    assert [p.name for p in (store / "x").iterdir()] == ["cpu-no-gpu"] == [entry.name]
 
 
 def test_the_kernel_runs_over_ipc_without_the_tcp_warning(tmp_path, capfd):

@@ -74,7 +74,7 @@ def test_notebook_runs_under_the_interpreter(notebook, tmp_path):
     result = run_interpreted(notebook, tmp_path)
     # the guard raises on any benchmark, so a completed run means none ran
     assert result.ok, _explain(result)
-    assert result.entry == tmp_path / "store" / notebook.stem
+    assert result.entry == tmp_path / "store" / notebook.stem / "cpu-triton-interpret-1"
     assert result.record.mode == "interpret"
     assert (result.entry / f"{notebook.stem}.ipynb").is_file()
     assert _listing(store) == before  # the committed store is not touched

@@ -52,6 +52,11 @@ def record(root: Path, stem: str):
     return freeze.load_record(root / STORE, f"notebooks/{stem}.py")
 
 
+def entry(root: Path, stem: str) -> Path:
+    """The folder of the notebook's (one) machine entry: ``<store>/<stem>/<slug>``."""
+    return freeze.machine_entries(root / STORE, f"notebooks/{stem}.py")[0].folder
+
+
 def edit(path: Path, old: str, new: str) -> None:
     text = path.read_text()
     assert old in text
@@ -102,7 +107,7 @@ def test_a_missed_goal_says_so(project):
 
 def test_downloads_are_files_beside_the_page(executed):
     page = render_topic(ALPHA, STORE, executed, files_dir="alpha")
-    assert page.files["alpha/alpha.ipynb"] == (executed / STORE / "alpha" / "alpha.ipynb").read_bytes()
+    assert page.files["alpha/alpha.ipynb"] == (entry(executed, "alpha") / "alpha.ipynb").read_bytes()
     assert page.files["alpha/alpha.py"] == (executed / ALPHA).read_bytes()
     assert "](alpha/alpha.ipynb)" in page.markdown and "](alpha/alpha.py)" in page.markdown
 
@@ -236,7 +241,7 @@ def test_render_imports_neither_torch_nor_triton(executed):
 def _save_roofline(root: Path, stem: str, device: str, points: list[RooflinePoint]) -> None:
     ceilings = Ceilings(device=device, copy_gbps=4000.0, bf16_tflops=700.0, tf32_tflops=380.0, fp32_tflops=60.0)
     old = os.environ.get("WORKLOG_GEN_OUTPUT")
-    os.environ["WORKLOG_GEN_OUTPUT"] = str(root / STORE / stem / "data")
+    os.environ["WORKLOG_GEN_OUTPUT"] = str(entry(root, stem) / "data")
     try:
         save_roofline(points, ceilings)
     finally:

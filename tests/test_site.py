@@ -338,7 +338,7 @@ def test_a_docs_page_in_the_way_is_an_error(build_site, caplog):
 
 
 def test_an_unreadable_frozen_notebook_stops_the_build_naming_it(build_site, fake_render, monkeypatch, caplog):
-    def broken(notebook, store_dir, root, *, files_dir):
+    def broken(notebook, store_dir, root, *, files_dir, primary=None):
         raise ValueError(f"notebooks/_freeze/{notebook.stem}/{notebook.stem}.ipynb: cannot read the frozen notebook")
 
     monkeypatch.setattr(generate_module.render, "render_topic", broken)

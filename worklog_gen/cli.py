@@ -389,8 +389,9 @@ def _build_date() -> dt.date:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @CONFIG_OPTION
 def status(as_json: bool, config_file: Path) -> None:
-    """Report each topic notebook as fresh, stale, missing or failed, with the machine its
-    frozen result ran on. Exits 1 when any is not fresh (so a CI step can use it)."""
+    """Report each topic notebook as fresh, stale, missing or failed on each machine it has a
+    frozen result of (one row per notebook and machine). Exits 1 when any is not fresh (so a CI
+    step can use it)."""
     from worklog_gen.freeze import store as freeze
     from worklog_gen.freeze.record import NotebookState
 

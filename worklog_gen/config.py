@@ -66,6 +66,12 @@ class WorklogConfig(base.Config):
     """Topics with their notebooks and aliases."""
     freeze_dir = c.Type(str, default="notebooks/_freeze")
     """Folder of the committed freeze store, relative to ``mkdocs.yml``."""
+    primary_machine = c.Optional(c.Type(str))
+    """The machine whose record a topic page, its results and its charts show when the store holds
+    several (``NVIDIA H200``, ``nvidia-h100-80gb-hbm3``, ``h200``): its name or store slug,
+    case-insensitive, else a part of the name (the newest matching record then). A notebook with no
+    record of that machine shows its newest record; a name that matches no machine of the store is a
+    configuration error. Default: each notebook's newest record (``executed_at``)."""
     feed = c.Type(bool, default=True)
     """Write an Atom feed of entries at ``feed.xml``, at the site root."""
     sanitize = c.Type(bool, default=False)

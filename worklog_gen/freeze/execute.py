@@ -2,9 +2,9 @@
 
 A topic notebook (jupytext percent format, ``notebooks/<stem>.py``) runs once on a
 GPU box; on success its executed notebook, output files and provenance record
-replace its entry in the freeze store (:mod:`worklog_gen.freeze.store`); on failure the
-attempt is recorded beside the entry. ``worklog-gen execute`` calls
-:func:`execute_cli`.
+replace this machine's entry for it in the freeze store (:mod:`worklog_gen.freeze.store`),
+leaving other machines' entries as they are; on failure the attempt is recorded beside the entry.
+``worklog-gen execute`` calls :func:`execute_cli`.
 
 Runs on a GPU box that has nbclient and ipykernel: nothing heavy is imported at
 module level, and torch and triton are never imported in this process (versions
@@ -27,12 +27,20 @@ from pathlib import Path
 from typing import Any
 
 from worklog_gen import __version__
-from worklog_gen.freeze.record import CellTiming, FailureRecord, FreezeRecord, Headline, NotebookState, RunMode
+from worklog_gen.freeze.record import (
+    CellTiming,
+    FailureRecord,
+    FreezeRecord,
+    Headline,
+    NotebookState,
+    RunMode,
+    machine_name,
+)
 from worklog_gen.freeze.source_hash import SourceHash, read_notebook, source_hash
 from worklog_gen.freeze.store import (
     cell_lines,
-    entry_dir,
     failure_path,
+    machine_dir,
     notebook_state,
     relative_path,
     store_path,
@@ -235,7 +243,25 @@ def _record(rel: str, hashed: SourceHash, info: dict, mode: RunMode, out_dir: Pa
         cells=[CellTiming(i, lines.get(i), round(s, 3)) for i, s in sorted(seconds.items())],
         headline={name: Headline.from_json(fig) for name, fig in figures.items()},
         data_files=sorted(p.relative_to(out_dir).as_posix() for p in out_dir.rglob("*") if p.is_file()),
+        machine=_machine(info, mode, gpus_used),
     )
+
+
+def _machine(info: dict, mode: RunMode, gpus_used: int) -> str:
+    """The name of the machine a run with ``info`` (:func:`environment`) and ``mode`` is frozen under."""
+    interconnect = _strip_ansi(info["interconnect"]) if gpus_used > 1 and info.get("interconnect") else None
+    return machine_name(mode, info.get("device"), gpus_used, interconnect)
+
+
+def machine_here(path: Path, root: Path, env: dict | None = None) -> str:
+    """The name of this machine as a run of the notebook ``path`` would record it
+    (:func:`~worklog_gen.freeze.record.machine_name`): its GPU, the count it declares
+    (:func:`gpus_needed`), or the CPU under ``TRITON_INTERPRET=1`` (``env``: the kernel's environment,
+    by default this process's)."""
+    if interpret_mode(env):
+        return machine_name("interpret", None)
+    info = environment(str(root))
+    return _machine(info, "gpu" if info.get("device") else "cpu", gpus_needed(read_notebook(path)))
 
 
 def execute_notebook(notebook: str | Path, root: str | Path, store_dir: str | Path, *, timeout: int = 1800,
@@ -249,15 +275,16 @@ def execute_notebook(notebook: str | Path, root: str | Path, store_dir: str | Pa
     and ``WORKLOG_GEN_NOTEBOOK`` is the stem. ``timeout`` is per cell, in seconds;
     ``extra_env`` is added to the kernel's environment. A tqdm bar counts cells.
 
-    On success the entry ``<store_dir>/<stem>/`` is replaced (:func:`write_entry`) and its
+    On success this machine's entry ``<store_dir>/<stem>/<slug>/`` is replaced (:func:`write_entry`;
+    other machines' entries are kept) and its
     ``record.json`` holds a :class:`~worklog_gen.freeze.record.FreezeRecord`: the source hash
     and its parts, the GPU, driver and versions, the date, the mode (``gpu``; ``interpret``
     under ``TRITON_INTERPRET=1``; ``cpu`` with no GPU found), per-cell wall times, the
     notebook's headline figures and the data files it wrote.
 
     On a failing cell the notebook stops, the cell's source and traceback are printed,
-    ``<stem>.failed.json`` records a :class:`~worklog_gen.freeze.record.FailureRecord`, and the
-    previous entry is left untouched.
+    ``<stem>/<slug>.failed.json`` records a :class:`~worklog_gen.freeze.record.FailureRecord` of this
+    machine, and the previous entries are left untouched.
 
     Raises:
         FileNotFoundError, ValueError: the notebook cannot be read.
@@ -283,13 +310,16 @@ def execute_notebook(notebook: str | Path, root: str | Path, store_dir: str | Pa
             code_cell = None
             if index is not None:
                 code_cell = sum(1 for c in nb.cells[: index + 1] if c.cell_type == "code" and c.source.strip())
+            here = machine_here(path, root, env)
             failure = FailureRecord(notebook=rel, source_hash=hashed.hexdigest, failed_at=executed_at, **error,
                                     cell_index=index, code_cell=code_cell, line=lines.get(index),
-                                    cell_source=nb.cells[index].source if index is not None else None)
-            had_entry = entry_dir(store, path).is_dir()
+                                    cell_source=nb.cells[index].source if index is not None else None,
+                                    machine=here)
+            entry = notebook_state(path, root, store, machine=here).entry
+            had_entry = entry.is_dir()
             write_failure(store, path, failure)
             no_gpu = not interpret_mode(env) and not environment(str(root)).get("device")
-            _report_failure(failure, relative_path(entry_dir(store, path), root), had_entry,
+            _report_failure(failure, relative_path(entry, root), had_entry,
                             NO_GPU_HINT if no_gpu else None)
             return ExecutionResult(rel, False, hashed.hexdigest, failure=failure, nb=nb)
         info = environment(str(root))
@@ -297,7 +327,8 @@ def execute_notebook(notebook: str | Path, root: str | Path, store_dir: str | Pa
         record = _record(rel, hashed, info, mode, out_dir, executed_at=executed_at, kernel_name=kernel_name,
                          wall=wall, seconds=seconds, lines=lines, gpus_used=gpus_needed(nb))
         entry = write_entry(store, path.stem, nb, out_dir, record)
-        failure_path(store, path).unlink(missing_ok=True)
+        failure_path(store, path, record.machine_name).unlink(missing_ok=True)
+        failure_path(store, path).unlink(missing_ok=True)  # a legacy failure, of this machine or an unnamed one
         return ExecutionResult(rel, True, hashed.hexdigest, entry=entry, record=record, nb=nb)
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)
@@ -345,9 +376,10 @@ def _explain(exc: Exception, kernel_name: str) -> str:
 
 def execute_cli(cfg, root: str | Path, notebooks: list[Path], *, force: bool = False, timeout: int = 1800,
                 kernel_name: str = "python3") -> bool:
-    """``worklog-gen execute``: run the stale, missing or failed notebooks among
-    ``notebooks`` (every configured topic notebook when empty; all of them with
-    ``force``) and freeze each one that succeeds into ``cfg.freeze_dir``.
+    """``worklog-gen execute``: run the notebooks among ``notebooks`` (every configured topic
+    notebook when empty; all of them with ``force``) whose record of this machine
+    (:func:`machine_here`) is stale, missing or failed, and freeze each one that succeeds into
+    ``cfg.freeze_dir`` beside the other machines' records.
 
     Prints one line per notebook, and the cell and traceback of a failure. Returns
     ``True`` when every notebook that ran succeeded (and none was unreadable).
@@ -368,21 +400,22 @@ def execute_cli(cfg, root: str | Path, notebooks: list[Path], *, force: bool = F
     for path in dict.fromkeys(paths):
         rel = relative_path(path, root)
         try:
-            st = notebook_state(path, root, store)
-            if not st.source_exists:
+            if not path.is_file():
                 _say(f"error: {rel}: notebook not found")
                 ok = False
                 continue
-            if st.failure is not None and st.state is not NotebookState.FAILED:
-                failure_path(store, path).unlink(missing_ok=True)  # a failure of code that has changed since
+            here = machine_here(path, root)
+            st = notebook_state(path, root, store, machine=here)
+            if st.failure_file is not None and st.state is not NotebookState.FAILED:
+                st.failure_file.unlink(missing_ok=True)  # a failure of code that has changed since
             if st.state is NotebookState.FRESH and not force:
-                _say(f"{rel}: fresh, skipped (--force runs it anyway)")
+                _say(f"{rel}: fresh, skipped (on {here}; --force runs it anyway)")
                 continue
             if refusal := _too_few_gpus(path, root):
                 _say(f"error: {rel}: {refusal}; the last frozen result is kept")
                 ok = False
                 continue
-            _say(f"{rel}: {st.state}, executing")
+            _say(f"{rel}: {st.state}, executing (on {here})")
             result = execute_notebook(path, root, store, timeout=timeout, kernel_name=kernel_name)
         except Exception as exc:  # unreadable notebook, missing kernel: report it, go on with the rest
             _say(f"error: {rel}: {_explain(exc, kernel_name)}")

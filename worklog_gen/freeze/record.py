@@ -1,7 +1,7 @@
 """The typed records of the freeze store: what a run left behind, and where a notebook stands.
 
-``record.json`` (:class:`FreezeRecord`) is written once per successful run by
-:mod:`worklog_gen.freeze.execute`; ``<stem>.failed.json`` (:class:`FailureRecord`) by a failed
+``record.json`` (:class:`FreezeRecord`) is written once per successful run and machine by
+:mod:`worklog_gen.freeze.execute`; ``<slug>.failed.json`` (:class:`FailureRecord`) by a failed
 one. Both are read back by :mod:`worklog_gen.freeze.store` and the page renderer, always through
 these classes, so that the schema lives here and nowhere else. As jupyter-cache keeps its
 ``CacheBundleIn`` and ``ExecutorRunResult``, these are plain dataclasses with ``to_json`` and
@@ -152,21 +152,21 @@ class FreezeRecord:
     headline: dict[str, Headline] = field(default_factory=dict)
     data_files: list[str] = field(default_factory=list)
     """Files the run wrote to ``data/`` (relative paths)."""
+    machine: str | None = None
+    """The machine's display name as the run named it (:attr:`device_label` then); ``None`` in
+    records written before the store kept a record per machine (:attr:`machine_name` then derives it)."""
 
     @property
     def device_label(self) -> str:
         """What ran the kernels, in words: the GPU's name (``2 × NVIDIA H200, NVLink NV18`` for a
         notebook on several GPUs: the count, the name and the link between the first two,
-        :func:`link_between`), or that it was the CPU."""
-        if self.mode == "interpret":
-            return "CPU (TRITON_INTERPRET=1)"
-        if self.mode == "cpu" or not self.gpu:
-            return "CPU (no GPU)"
-        if self.gpus_used <= 1:
-            return self.gpu
-        label = f"{self.gpus_used} × {self.gpu}"
-        link = link_between(self.interconnect, 0, 1) if self.interconnect else None
-        return f"{label}, {link}" if link else label
+        :func:`link_between`), or that it was the CPU (:func:`machine_name`)."""
+        return machine_name(self.mode, self.gpu, self.gpus_used, self.interconnect)
+
+    @property
+    def machine_name(self) -> str:
+        """The machine this record belongs to in the store: :attr:`machine`, else :attr:`device_label`."""
+        return self.machine or self.device_label
 
     def to_json(self) -> dict:
         data = dataclasses.asdict(self)
@@ -194,6 +194,22 @@ class FreezeRecord:
             return cls(**kwargs)
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"{where}: not a freeze record: {type(exc).__name__}: {exc}") from exc
+
+
+def machine_name(mode: str, gpu: str | None, gpus_used: int = 1, interconnect: str | None = None) -> str:
+    """A machine named by what ran the kernels, as ``worklog-gen status`` names it: the GPU model
+    (``NVIDIA H200``), with the count and the link between the first two GPUs when a notebook used
+    several (``2 × NVIDIA H200, NVLink NV18``), or ``CPU (TRITON_INTERPRET=1)`` / ``CPU (no GPU)``.
+    ``mode`` is a :data:`RunMode`; ``interconnect`` the ``nvidia-smi topo -m`` matrix or ``None``."""
+    if mode == "interpret":
+        return "CPU (TRITON_INTERPRET=1)"
+    if mode == "cpu" or not gpu:
+        return "CPU (no GPU)"
+    if gpus_used <= 1:
+        return gpu
+    label = f"{gpus_used} × {gpu}"
+    link = link_between(interconnect, 0, 1) if interconnect else None
+    return f"{label}, {link}" if link else label
 
 
 _LINK_NAMES = {"NV": "NVLink", "PIX": "PCIe, one switch", "PXB": "PCIe, several switches",
@@ -241,6 +257,9 @@ class FailureRecord:
     """1-based line in the ``.py`` file where the failing cell starts."""
     traceback: list[str] = field(default_factory=list)
     cell_source: str | None = None
+    machine: str | None = None
+    """The machine it failed on (:func:`machine_name`); ``None`` in records written before the store
+    kept a record per machine."""
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)

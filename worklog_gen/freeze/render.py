@@ -6,7 +6,9 @@ The page, top to bottom:
 1. the notebook's ``# title`` and the rest of its first markdown cell: what the reader will learn;
 2. **Results**: a table of the run's headline figures, generated from the frozen record (never
    typed by hand): each with its value, its goal or prediction (met or missed), the baseline it
-   is measured against, and the GPU and date under it (:func:`results_table`);
+   is measured against, and the GPU and date under it (:func:`results_table`); when the store
+   holds records of several machines, the page shows the primary machine's run, and the table has
+   a value column per machine and a ratio column per other machine;
 3. where the result comes from (GPU, driver, versions, date, source hash), folded while fresh,
    open when stale or failed (:func:`provenance`);
 4. the notebook, folded where its author says (:mod:`worklog_gen.freeze.cells`).
@@ -116,12 +118,69 @@ def _goal(h: Headline) -> str:
     return f"{h.goal_op.replace('>=', '≥').replace('<=', '≤')} {_with_unit(h.goal, h.unit, measured=False)}, {verdict}"
 
 
-def headline_table(record: FreezeRecord) -> str:
+def short_machine(name: str) -> str:
+    """A machine's name for a column header: the GPU model without the vendor (``NVIDIA H100 80GB
+    HBM3`` -> ``H100``, ``2 × NVIDIA H200, NVLink NV18`` -> ``2 × H200``): the first word holding a
+    digit; the name itself for a CPU or a name without such a word."""
+    if name.startswith("CPU"):
+        return name
+    count, sep, gpu = name.partition(",")[0].rpartition(" × ")
+    words = [w for w in gpu.split() if w.upper() not in ("NVIDIA", "GEFORCE", "TESLA", "QUADRO")]
+    model = next((w for w in words if any(ch.isdigit() for ch in w)), None)
+    if model is None:
+        return name
+    return f"{count} × {model}" if sep else model
+
+
+def machine_labels(names: list[str]) -> list[str]:
+    """Column headers for machines, in order: their :func:`short_machine` names, or their full names
+    when two short names would be the same (an H100 PCIe beside an H100 SXM)."""
+    short = [short_machine(n) for n in names]
+    return short if len(set(short)) == len(short) else list(names)
+
+
+def ratio_text(primary: Headline | None, other: Headline | None) -> str:
+    """``other`` ÷ ``primary`` to 3 decimals with ``×`` (``1.433×``), or ``—`` when either is
+    missing or the primary is zero."""
+    if primary is None or other is None or not primary.value:
+        return "—"
+    return f"{other.value / primary.value:,.3f}×"
+
+
+def _headline_names(records: list[FreezeRecord], order: list[str] | None = None) -> list[str]:
+    """Headline names: ``order`` first (those any record holds), then each record's in turn."""
+    names = [n for n in order or [] if any(n in r.headline for r in records)]
+    for r in records:
+        names += [n for n in r.headline if n not in names]
+    return names
+
+
+def _first(records: list[FreezeRecord], name: str) -> Headline:
+    return next(r.headline[name] for r in records if name in r.headline)
+
+
+def headline_table(record: FreezeRecord, others: list[FreezeRecord] = ()) -> str:
     """The record's headline figures as a markdown table: what each is (its label, else its
-    name), value (:func:`figure`), unit, how it was measured."""
-    rows = ["| Figure | Value | Unit | Description |", "| --- | ---: | --- | --- |"]
-    rows += [f"| {table_cell(h.label) if h.label else f'`{name}`'} | {figure(h.value, h.unit)} | {table_cell(h.unit)} "
-             f"| {table_cell(h.description)} |" for name, h in sorted(record.headline.items())]
+    name), value (:func:`figure`), unit, how it was measured. With ``others`` (other machines'
+    records of the same notebook), one value column per machine, ``record``'s first, and one
+    column per other machine with its value ÷ the first's (``H200 / H100``)."""
+    records = [record, *others]
+    if not others:
+        rows = ["| Figure | Value | Unit | Description |", "| --- | ---: | --- | --- |"]
+        rows += [f"| {table_cell(h.label) if h.label else f'`{name}`'} | {figure(h.value, h.unit)} "
+                 f"| {table_cell(h.unit)} | {table_cell(h.description)} |"
+                 for name, h in sorted(record.headline.items())]
+        return "\n".join(rows)
+    labels = [table_cell(x) for x in machine_labels([r.machine_name for r in records])]
+    ratios = [f"{other} / {labels[0]}" for other in labels[1:]]
+    rows = ["| Figure | " + " | ".join(labels + ratios) + " | Unit | Description |",
+            "| --- | " + " | ".join(["---:"] * (len(labels) + len(ratios))) + " | --- | --- |"]
+    for name in sorted(_headline_names(records)):
+        h = _first(records, name)
+        values = [figure(r.headline[name].value, h.unit) if name in r.headline else "—" for r in records]
+        quotients = [ratio_text(record.headline.get(name), r.headline.get(name)) for r in others]
+        rows.append(f"| {table_cell(h.label) if h.label else f'`{name}`'} | " + " | ".join(values + quotients)
+                    + f" | {table_cell(h.unit)} | {table_cell(h.description)} |")
     return "\n".join(rows)
 
 
@@ -135,22 +194,39 @@ def recorded_order(entry: Path) -> list[str]:
         return []
 
 
-def results_table(record: FreezeRecord, order: list[str] | None = None) -> str:
+def results_table(record: FreezeRecord, order: list[str] | None = None, others: list[FreezeRecord] = ()) -> str:
     """**Results** first on a topic page, from the frozen record: one row per headline figure,
     in ``order`` (names; the rest follow as the record holds them): what it is (its label), the
     value, the goal or prediction with met or missed, and the baseline it is measured against;
-    then the GPU and the date of the run. Empty without headline figures."""
-    if not record.headline:
+    then the GPU and the date of the run. Empty without headline figures.
+
+    With ``others`` (other machines' records of the notebook), the value is one column per machine,
+    ``record``'s (the primary machine's) first, followed by one column per other machine with its
+    value ÷ the primary's (``H200 / H100``, :func:`ratio_text`); goal and baseline are the primary's
+    (another machine's where the primary lacks that figure); the line under the table names every
+    machine and date."""
+    records = [record, *others]
+    if not any(r.headline for r in records):
         return ""
-    rows = ["| Result | Value | Goal | Measured against |", "| --- | ---: | --- | --- |"]
-    names = [n for n in order or [] if n in record.headline]
-    names += [n for n in record.headline if n not in names]
-    for name in names:
-        h = record.headline[name]
+    when = f"*Measured on {table_cell(record.device_label)}, {record.executed_at[:10]}"
+    if not others:
+        rows = ["| Result | Value | Goal | Measured against |", "| --- | ---: | --- | --- |"]
+    else:
+        labels = [table_cell(x) for x in machine_labels([r.machine_name for r in records])]
+        ratios = [f"{other} / {labels[0]}" for other in labels[1:]]
+        rows = ["| Result | " + " | ".join(labels + ratios) + " | Goal | Measured against |",
+                "| --- | " + " | ".join(["---:"] * (len(labels) + len(ratios))) + " | --- | --- |"]
+        when += " (the run this page shows); " + "; ".join(
+            f"{table_cell(r.machine_name)}, {r.executed_at[:10]}" for r in others)
+    for name in _headline_names(records, order):
+        h = _first(records, name)
         label = table_cell(h.label) if h.label else f"`{name}`"
-        rows.append(f"| {label} | {_with_unit(h.value, h.unit)} | {_goal(h)} | {table_cell(h.baseline or '—')} |")
-    return ("## Results\n\n" + "\n".join(rows) + f"\n\n*Measured on {table_cell(record.device_label)}, "
-            f"{record.executed_at[:10]}; every figure comes from the frozen run below.*")
+        values = [_with_unit(r.headline[name].value, r.headline[name].unit) if name in r.headline else "—"
+                  for r in records]
+        values += [ratio_text(record.headline.get(name), r.headline.get(name)) for r in others]
+        rows.append(f"| {label} | {' | '.join(values)} | {_goal(h)} | {table_cell(h.baseline or '—')} |")
+    source = "their frozen runs, the first one's below" if others else "the frozen run below"
+    return "## Results\n\n" + "\n".join(rows) + f"\n\n{when}; every figure comes from {source}.*"
 
 
 def merge_current_source(current, frozen):
@@ -219,7 +295,8 @@ def _when(stamp: str | None) -> str:
 def _device(record: FreezeRecord) -> str:
     if record.mode == "gpu":
         nccl = f", NCCL {record.nccl}" if record.gpus_used > 1 and record.nccl else ""
-        return f"{record.device_label}, driver {record.driver or 'unknown'}, CUDA {record.cuda or 'unknown'}{nccl}"
+        return (f"{table_cell(record.device_label)}, driver {table_cell(record.driver or 'unknown')}, "
+                f"CUDA {table_cell(record.cuda or 'unknown')}{nccl}")
     if record.mode == "interpret":
         return "the CPU, under the Triton interpreter (`TRITON_INTERPRET=1`), not a GPU"
     return "the CPU (no GPU was found)"
@@ -251,10 +328,14 @@ def _state_note(st: NotebookStatus, merged: bool) -> tuple[str, str, str, list[s
             "frozen run.", [f"notebook {rel} does not exist; its page shows an old frozen result"])
 
 
-def provenance(st: NotebookStatus, links: str, merged: bool) -> tuple[str, list[str]]:
+def provenance(st: NotebookStatus, links: str, merged: bool,
+               others: list[NotebookStatus] = ()) -> tuple[str, list[str]]:
     """The box that says where a topic page's result comes from (GPU, driver, CUDA, versions,
     date, short source hash, fresh or not in words), and the build warnings. Closed while the
-    result is fresh; open (and a warning for the build) when it is stale, failed or orphaned."""
+    result is fresh; open (and a warning for the build) when it is stale, failed or orphaned.
+    With ``others`` (the other machines' statuses), it says that the page shows the primary
+    machine's run and lists the others with their dates and states; only the primary's state
+    makes a build warning."""
     record = st.record
     versions = ", ".join(f"{name} {value}" for name, value in
                          (("torch", record.torch), ("triton", record.triton), ("Python", record.python),
@@ -263,6 +344,12 @@ def provenance(st: NotebookStatus, links: str, merged: bool) -> tuple[str, list[
              f"- **Date:** {_when(record.executed_at)}, {record.wall_seconds:.0f} s",
              f"- **Versions:** {versions or 'not recorded'}",
              f"- **Source hash:** `{record.source_hash[:12]}`"]
+    if others:
+        facts.insert(0, f"- **Shown:** the run on {table_cell(record.machine_name)}, the primary machine "
+                        "(the `primary_machine` setting, else the newest run)")
+        facts.append("- **Other machines:** " + "; ".join(
+            f"{table_cell(o.machine or '?')}, {_when(o.record.executed_at if o.record else None)} ({o.state})"
+            for o in others))
     kind, title, note, warnings = _state_note(st, merged)
     notes = [note]
     if record.mode != "gpu":
@@ -312,9 +399,13 @@ def _missing_page(files_dir: str, st: NotebookStatus, store: Path, root: Path,
     return RenderedPage(markdown, files, [f"notebook {rel} does not exist; check the topic's notebook: option"])
 
 
-def render_topic(notebook: Path, store_dir: Path, root: Path, *, files_dir: str) -> RenderedPage:
+def render_topic(notebook: Path, store_dir: Path, root: Path, *, files_dir: str,
+                 primary: str | None = None) -> RenderedPage:
     """Render the frozen result of ``notebook`` (path relative to ``root``) as the body of its
-    topic page (see the module docstring); the page's files go under ``files_dir``, relative to
+    topic page (see the module docstring), from the record of the ``primary`` machine (the
+    ``primary_machine`` setting, :func:`~worklog_gen.freeze.store.primary_status`; by default the
+    newest record), with the other machines' figures beside it in the results table and their
+    runs listed in the provenance box; the page's files go under ``files_dir``, relative to
     the page's folder: images and charts, and for download ``<files_dir>/<stem>.ipynb``
     (executed) and ``<files_dir>/<stem>.py`` (source). ``store_dir`` is relative to ``root``
     unless absolute.
@@ -334,7 +425,9 @@ def render_topic(notebook: Path, store_dir: Path, root: Path, *, files_dir: str)
     store = _resolve(root, store_dir)
     source = _resolve(root, notebook)
     stem = source.stem
-    st = freeze.notebook_state(source, root, store)
+    states = freeze.notebook_states(source, root, store)
+    st = freeze.primary_status(states, primary)
+    others = [o for o in states if o is not st and o.record is not None]
     ipynb = st.entry / f"{stem}.ipynb"
     if st.record is None or not ipynb.is_file():
         return _missing_page(files_dir, st, store, root, source)
@@ -356,6 +449,9 @@ def render_topic(notebook: Path, store_dir: Path, root: Path, *, files_dir: str)
     if st.source_exists:
         files[f"{files_dir}/{source.name}"] = source.read_bytes()
         links += f" · [Source ({source.name})]({files_dir}/{source.name})"
-    box, warnings = provenance(st, links, merged)
-    markdown = "\n\n".join(p for p in (heading, intro, results_table(st.record, recorded_order(st.entry)), box, body.strip()) if p)
-    return RenderedPage(tidy(markdown), files, warnings)
+    box, warnings = provenance(st, links, merged, others)
+    notes = [f"notebook {st.path}: the record of {o.machine} is {o.state}; run worklog-gen execute {st.path} on it"
+             for o in states if o is not st and o.machine and o.state is not NotebookState.FRESH]
+    results = results_table(st.record, recorded_order(st.entry), [o.record for o in others])
+    markdown = "\n\n".join(p for p in (heading, intro, results, box, body.strip()) if p)
+    return RenderedPage(tidy(markdown), files, warnings, notes)

@@ -28,6 +28,7 @@ import yaml
 from mkdocs.exceptions import PluginError
 
 from worklog_gen.freeze import render
+from worklog_gen.freeze import store as freeze
 from worklog_gen.config import UnknownTag, WorklogConfig, read_mkdocs_yml, worklog_folder
 from worklog_gen.paths import inside
 from worklog_gen.site import assets, fallback, settings
@@ -210,6 +211,9 @@ def _topic_pages(cfg: WorklogConfig, root: Path, mentioned: list[tuple[Entry, li
     store = root / cfg.freeze_dir
     items: list = []
     with_notebook = []
+    primary = cfg.primary_machine
+    check_primary_machine(primary, store, [t.notebook for t in cfg.topics if t.notebook],
+                          getattr(cfg, "config_file_path", None) or "mkdocs.yml")
     for topic in cfg.topics:
         # one line per day: its first entry that mentions the topic (a day in two files has one page)
         mentions = list({e.slug: e for e, ids in reversed(mentioned) if topic.id in ids}.values())
@@ -218,7 +222,8 @@ def _topic_pages(cfg: WorklogConfig, root: Path, mentioned: list[tuple[Entry, li
         if topic.notebook:
             with_notebook.append((topic.id, topic.title, Path(topic.notebook)))
             try:
-                rendered = render.render_topic(Path(topic.notebook), store, root, files_dir=paths.topic_files(topic.id))
+                rendered = render.render_topic(Path(topic.notebook), store, root, files_dir=paths.topic_files(topic.id),
+                                               primary=primary)
             except (OSError, ValueError) as exc:  # an unreadable notebook or store file, named
                 raise PluginError(f"worklog: topic '{topic.id}': {exc}") from exc
             body = rendered.markdown
@@ -227,13 +232,36 @@ def _topic_pages(cfg: WorklogConfig, root: Path, mentioned: list[tuple[Entry, li
         items.append({topic.title: src})
     if with_notebook:
         try:
-            rendered = kernels_page(with_notebook, store, root)
+            rendered = kernels_page(with_notebook, store, root, primary=primary)
         except (OSError, ValueError) as exc:
             raise PluginError(f"worklog: Kernels page: {exc}") from exc
         pages[paths.KERNELS_PAGE] = rendered.markdown
         _add_rendered(rendered, posixpath.dirname(paths.KERNELS_PAGE), extra, messages)
         items.insert(0, {"Overview": paths.KERNELS_PAGE})
     return items
+
+
+def check_primary_machine(wanted: str | None, store: Path, notebooks: list[str], config_file: str | Path) -> None:
+    """Raise unless ``wanted`` (the ``primary_machine`` option) names a machine that some notebook of
+    ``notebooks`` has a record of in ``store`` (:func:`worklog_gen.freeze.store.matches_machine`).
+    Nothing is checked without the option, or while the store holds no record at all.
+
+    Raises:
+        PluginError: naming ``config_file``, the option and the machines the store holds.
+    """
+    if not wanted:
+        return
+    machines: dict[str, str] = {}
+    for notebook in notebooks:
+        try:
+            entries = freeze.machine_entries(store, notebook)
+        except ValueError as exc:
+            raise PluginError(f"worklog: {exc}") from exc
+        machines.update((e.slug, e.name) for e in entries if e.record is not None)
+    if machines and not any(freeze.matches_machine(name, slug, wanted) for slug, name in machines.items()):
+        known = ", ".join(f"{name} ({slug})" for slug, name in sorted(machines.items()))
+        raise PluginError(f"{config_file}: worklog option 'primary_machine': {wanted!r} names no machine of the "
+                          f"freeze store; it holds records of: {known}")
 
 
 def _add_rendered(rendered: render.RenderedPage, folder: str, extra: dict, messages: list[Message]) -> None:

@@ -1,0 +1,371 @@
+"""A freeze-store record per machine: layout, legacy flat entries, status, the primary machine,
+and the side-by-side tables and scaling section of the site.
+
+Every store here is built by code in tmp_path (records written through the store's own writer,
+a legacy flat entry written as the old code laid it out); no notebook is executed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+from click.testing import CliRunner
+from mkdocs.exceptions import PluginError
+
+from worklog_gen.cli import main
+from worklog_gen.config import load_plugin_config
+from worklog_gen.freeze import execute
+from worklog_gen.freeze import store as freeze
+from worklog_gen.freeze.record import FailureRecord, FreezeRecord, Headline, NotebookState
+from worklog_gen.freeze.render import headline_table, render_topic, results_table, short_machine
+from worklog_gen.freeze.source_hash import read_notebook, source_hash
+from worklog_gen.site.generate import check_primary_machine
+from worklog_gen.site.kernels import classify_scaling, kernels_page, speed_ratio
+
+FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
+STORE = Path("notebooks/_freeze")
+ALPHA = Path("notebooks/alpha.py")
+TOPICS = [("alpha", "Alpha", ALPHA), ("beta", "Beta", Path("notebooks/beta.py"))]
+MKDOCS_YML = """\
+site_name: machines test
+plugins:
+  - worklog:
+      topics:
+        - id: alpha
+          title: Alpha
+          notebook: notebooks/alpha.py
+        - id: beta
+          title: Beta
+          notebook: notebooks/beta.py
+"""
+H100, H200 = "NVIDIA H100 80GB HBM3", "NVIDIA H200"
+H100_SLUG, H200_SLUG = "nvidia-h100-80gb-hbm3", "nvidia-h200"
+
+# One kernel of each kind, as an H100 and an H200 measure them: the datasheets give the H200
+# 4.8 / 3.35 = 1.433x the HBM bandwidth and the same dense bf16 peak.
+FIGURES = {
+    H100: {"copy": (3.0, "TB/s"), "matmul": (700.0, "TFLOP/s"), "attention": (2.0, "ms"), "vs_torch": (1.0, "x"),
+           "ridge": (21.8, "FLOP/byte")},
+    H200: {"copy": (4.3, "TB/s"), "matmul": (710.0, "TFLOP/s"), "attention": (1.6, "ms"), "vs_torch": (1.1, "x"),
+           "ridge": (15.0, "FLOP/byte")},
+}
+
+
+def make_project(root: Path) -> Path:
+    (root / "notebooks").mkdir(parents=True)
+    for name in ("alpha.py", "beta.py"):
+        shutil.copy(FIXTURES / name, root / "notebooks" / name)
+    (root / "mkdocs.yml").write_text(MKDOCS_YML)
+    return root
+
+
+def make_record(root: Path, gpu: str, executed_at: str, *, fresh: bool = True) -> FreezeRecord:
+    """A GPU run of alpha on ``gpu`` with :data:`FIGURES`; its source hash is the current one when ``fresh``."""
+    hashed = source_hash(root / ALPHA, root)
+    headline = {name: Headline(value, unit, label=f"The {name} figure", goal=1.0 if unit == "x" else None)
+                for name, (value, unit) in FIGURES.get(gpu, FIGURES[H200]).items()}
+    return FreezeRecord(notebook=ALPHA.as_posix(), source_hash=hashed.hexdigest if fresh else "0" * 64,
+                        hashes=hashed.parts, executed_at=executed_at, mode="gpu", gpu=gpu, driver="580.1", cuda="13.0",
+                        gpus=[gpu], headline=headline)
+
+
+def write(root: Path, record: FreezeRecord) -> Path:
+    """Write ``record`` through the store's writer, with the notebook and a ``data/headline.json``."""
+    data = root / "out"
+    shutil.rmtree(data, ignore_errors=True)
+    data.mkdir()
+    (data / "headline.json").write_text(json.dumps({n: dataclasses.asdict(h) for n, h in record.headline.items()}))
+    return freeze.write_entry(root / STORE, "alpha", read_notebook(root / ALPHA), data, record)
+
+
+def write_legacy(root: Path, record: FreezeRecord) -> Path:
+    """A flat entry ``<store>/alpha/{record.json,alpha.ipynb,data/}`` as the store wrote it before it
+    kept a record per machine (no ``machine`` key)."""
+    entry = root / STORE / "alpha"
+    (entry / "data").mkdir(parents=True)
+    nbformat.write(read_notebook(root / ALPHA), str(entry / "alpha.ipynb"))
+    (entry / "data" / "headline.json").write_text(json.dumps({n: h.value for n, h in record.headline.items()}))
+    data = record.to_json()
+    del data["machine"]
+    (entry / "record.json").write_text(json.dumps(data, indent=2))
+    return entry
+
+
+def files(folder: Path) -> dict[str, str]:
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    return make_project(tmp_path / "project")
+
+
+@pytest.fixture
+def two_machines(project) -> Path:
+    """alpha frozen on an H100 (older) and an H200 (newer), both fresh; beta never executed."""
+    write(project, make_record(project, H100, "2026-11-25T14:15:16Z"))
+    write(project, make_record(project, H200, "2026-11-26T08:20:15Z"))
+    return project
+
+
+# --- the store --------------------------------------------------------------------------------
+
+
+def test_machine_slugs_are_folder_names():
+    assert freeze.machine_slug("NVIDIA H200") == "nvidia-h200"
+    assert freeze.machine_slug(H100) == H100_SLUG
+    assert freeze.machine_slug("2 × NVIDIA H200, NVLink NV18") == "2x-nvidia-h200-nvlink-nv18"
+    assert freeze.machine_slug("CPU (TRITON_INTERPRET=1)") == "cpu-triton-interpret-1"
+    assert freeze.machine_slug("../../etc") == "etc" and freeze.machine_slug("×") == "x"
+    assert freeze.machine_slug("") == "unknown"
+
+
+def test_a_run_on_machine_b_keeps_machine_a_record(project):
+    a = write(project, make_record(project, H100, "2026-11-25T14:15:16Z"))
+    assert a == project / STORE / "alpha" / H100_SLUG
+    before = files(a)
+    b = write(project, make_record(project, H200, "2026-11-26T08:20:15Z"))
+    assert b == project / STORE / "alpha" / H200_SLUG
+    assert files(a) == before  # untouched
+    assert sorted(p.name for p in (project / STORE / "alpha").iterdir()) == [H100_SLUG, H200_SLUG]
+    assert json.loads((b / "record.json").read_text())["machine"] == H200  # the display name is kept
+
+    # a second run on B replaces B's record only
+    write(project, dataclasses.replace(make_record(project, H200, "2026-11-27T00:00:00Z"), wall_seconds=9.0))
+    assert files(a) == before
+    assert freeze.load_record(project / STORE, ALPHA, machine="nvidia-h200").executed_at == "2026-11-27T00:00:00Z"
+    assert freeze.load_record(project / STORE, ALPHA, machine=H100).executed_at == "2026-11-25T14:15:16Z"
+    assert freeze.load_record(project / STORE, ALPHA).machine_name == H200  # the newest by default
+    assert not list((project / STORE).rglob(".*")), "temporary folders left behind"
+
+
+def test_a_legacy_flat_entry_reads_as_its_machine_and_moves_on_the_next_write(project):
+    legacy = write_legacy(project, make_record(project, H100, "2026-11-25T14:15:16Z"))
+    before = files(legacy)
+    (st,) = freeze.notebook_states(ALPHA, project, project / STORE)
+    assert (st.state, st.machine, st.slug, st.legacy, st.entry) == (NotebookState.FRESH, H100, H100_SLUG, True, legacy)
+    page = render_topic(ALPHA, STORE, project, files_dir="alpha")  # still renders
+    assert not page.warnings and "Other machines" not in page.markdown
+
+    # a legacy failure of the same machine, for the current code
+    current = source_hash(project / ALPHA, project).hexdigest
+    failure = FailureRecord(notebook=ALPHA.as_posix(), source_hash=current, failed_at="2026-11-25T15:00:00Z",
+                            ename="RuntimeError", evalue="boom")
+    (project / STORE / "alpha.failed.json").write_text(json.dumps(failure.to_json()))
+    assert freeze.notebook_state(ALPHA, project, project / STORE, machine=H100).state is NotebookState.FAILED
+
+    write(project, make_record(project, H200, "2026-11-26T08:20:15Z"))
+    folder = project / STORE / "alpha"
+    assert sorted(p.name for p in folder.iterdir()) == [H100_SLUG, f"{H100_SLUG}.failed.json", H200_SLUG]
+    assert files(folder / H100_SLUG) == before  # moved whole, byte for byte
+    assert not (project / STORE / "alpha.failed.json").exists()
+    states = {st.machine: st.state for st in freeze.notebook_states(ALPHA, project, project / STORE)}
+    assert states == {H200: NotebookState.FRESH, H100: NotebookState.FAILED}
+
+
+def test_a_legacy_flat_entry_of_the_same_machine_is_replaced(project):
+    write_legacy(project, make_record(project, H100, "2026-11-25T14:15:16Z"))
+    write(project, make_record(project, H100, "2026-11-28T00:00:00Z"))
+    assert sorted(p.name for p in (project / STORE / "alpha").iterdir()) == [H100_SLUG]
+    assert freeze.load_record(project / STORE, ALPHA).executed_at == "2026-11-28T00:00:00Z"
+
+
+def test_each_machine_has_its_own_state(two_machines):
+    root = two_machines
+    write(root, make_record(root, H100, "2026-11-25T14:15:16Z", fresh=False))  # the H100's run is of older code
+    current = source_hash(root / ALPHA, root).hexdigest
+    freeze.write_failure(root / STORE, ALPHA, FailureRecord(
+        notebook=ALPHA.as_posix(), source_hash=current, failed_at="2026-11-27T00:00:00Z", ename="OutOfMemoryError",
+        evalue="CUDA out of memory", machine="2 × NVIDIA H200, NVLink NV18"))
+    assert (root / STORE / "alpha" / "2x-nvidia-h200-nvlink-nv18.failed.json").is_file()
+    states = {st.machine: st.state.value for st in freeze.notebook_states(ALPHA, root, root / STORE)}
+    assert states == {H200: "fresh", H100: "stale", "2 × NVIDIA H200, NVLink NV18": "failed"}
+
+
+# --- status -------------------------------------------------------------------------------------
+
+
+def test_status_has_a_row_per_notebook_and_machine(two_machines):
+    root = two_machines
+    result = CliRunner().invoke(main, ["status", "--json", "-f", str(root / "mkdocs.yml")])
+    assert result.exit_code == 1, result.output  # beta is missing
+    rows = json.loads(result.stdout)["notebooks"]
+    assert [(r["topic"], r["machine"], r["slug"], r["state"]) for r in rows] == [
+        ("alpha", H200, H200_SLUG, "fresh"), ("alpha", H100, H100_SLUG, "fresh"), ("beta", None, None, "missing")]
+    assert rows[0]["gpu"] == H200 and rows[0]["executed_at"] == "2026-11-26T08:20:15Z"
+    assert rows[1]["headline"]["copy"] == 3.0
+
+    text = CliRunner().invoke(main, ["status", "-f", str(root / "mkdocs.yml")]).output.splitlines()
+    assert len(text) == 3
+    assert text[0].split()[:3] == ["alpha", "fresh", "NVIDIA"] and H200 in text[0]
+    assert H100 in text[1] and "2026-11-25T14:15:16Z" in text[1]
+    assert text[2].split()[:3] == ["beta", "missing", "-"]
+
+    cfg, _ = load_plugin_config(root / "mkdocs.yml")
+    write(root, make_record(root, H100, "2026-11-25T14:15:16Z", fresh=False))
+    assert [(r.machine, r.state.value) for r in freeze.status(cfg, root)][:2] == [(H200, "fresh"), (H100, "stale")]
+
+
+def test_execute_runs_only_what_is_not_fresh_on_this_machine(two_machines, monkeypatch, capsys):
+    root = two_machines
+    ran = []
+
+    def fake_run(path, root_, store, **kwargs):
+        ran.append(Path(path).name)
+        return execute.ExecutionResult(freeze.relative_path(path, root_), False, "", failure=None)
+
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.setattr(execute, "execute_notebook", fake_run)
+    cfg, _ = load_plugin_config(root / "mkdocs.yml")
+    for gpu, expected in ((H200, ["beta.py"]), ("NVIDIA A100-SXM4-80GB", ["alpha.py", "beta.py"])):
+        ran.clear()
+        monkeypatch.setattr(execute, "environment", lambda _root, gpu=gpu: {"device": gpu, "gpus": [gpu]})
+        execute.execute_cli(cfg, root, [ALPHA.name and root / ALPHA])
+        execute.execute_cli(cfg, root, [root / "notebooks/beta.py"])
+        assert ran == expected, gpu
+    err = capsys.readouterr().err
+    assert f"notebooks/alpha.py: fresh, skipped (on {H200}" in err
+    assert "notebooks/alpha.py: missing, executing (on NVIDIA A100-SXM4-80GB)" in err
+
+
+# --- the primary machine ----------------------------------------------------------------------
+
+
+def _shown(markdown: str) -> str:
+    return markdown.split("**Shown:** the run on ", 1)[1].split(",", 1)[0]
+
+
+@pytest.mark.parametrize("primary, shown", [(None, H200), ("h100", H100), (H100, H100), (H100_SLUG, H100),
+                                            ("NVIDIA H200", H200), ("a100", H200)])
+def test_the_page_shows_the_primary_machine(two_machines, primary, shown):
+    page = render_topic(ALPHA, STORE, two_machines, files_dir="alpha", primary=primary)
+    assert _shown(page.markdown) == shown  # default: the newest; no record of that machine: the newest too
+    other = H100 if shown == H200 else H200
+    listed = page.markdown.split("**Other machines:** ", 1)[1].split("\n", 1)[0]
+    assert listed.startswith(other) and "(fresh)" in listed
+    assert ("2026-11-25 14:15:16 UTC" in listed) == (other == H100)
+    assert not page.warnings and not page.notes
+
+
+def test_a_stale_other_machine_is_a_note_not_a_warning(two_machines):
+    root = two_machines
+    write(root, make_record(root, H100, "2026-11-25T14:15:16Z", fresh=False))
+    page = render_topic(ALPHA, STORE, root, files_dir="alpha")
+    assert not page.warnings  # the page shows the H200's fresh run
+    assert page.notes == [f"notebook notebooks/alpha.py: the record of {H100} is stale; "
+                          "run worklog-gen execute notebooks/alpha.py on it"]
+    assert "(stale)" in page.markdown.split("**Other machines:** ", 1)[1].split("\n", 1)[0]
+
+
+def test_an_unknown_primary_machine_is_a_config_error_naming_mkdocs_yml(two_machines):
+    root = two_machines
+    text = (root / "mkdocs.yml").read_text().replace("  - worklog:\n", "  - worklog:\n      primary_machine: H300\n")
+    (root / "mkdocs.yml").write_text(text)
+    cfg, _ = load_plugin_config(root / "mkdocs.yml")
+    assert cfg.primary_machine == "H300"
+    notebooks = [t.notebook for t in cfg.topics]
+    with pytest.raises(PluginError) as err:
+        check_primary_machine(cfg.primary_machine, root / STORE, notebooks, cfg.config_file_path)
+    message = str(err.value)
+    assert message.startswith(f"{root / 'mkdocs.yml'}: worklog option 'primary_machine': 'H300'")
+    assert f"{H100} ({H100_SLUG})" in message and f"{H200} ({H200_SLUG})" in message
+    for ok in ("h100", "NVIDIA H200", H100_SLUG, None):
+        check_primary_machine(ok, root / STORE, notebooks, "mkdocs.yml")
+    shutil.rmtree(root / STORE)
+    check_primary_machine("H300", root / STORE, notebooks, "mkdocs.yml")  # nothing frozen yet: nothing to match
+
+
+# --- side by side ---------------------------------------------------------------------------------
+
+
+def test_short_machine_names():
+    assert short_machine(H100) == "H100" and short_machine(H200) == "H200"
+    assert short_machine("2 × NVIDIA H200, NVLink NV18") == "2 × H200"
+    assert short_machine("CPU (TRITON_INTERPRET=1)") == "CPU (TRITON_INTERPRET=1)"
+
+
+def test_the_results_table_has_a_column_per_machine_and_the_ratio(two_machines):
+    root = two_machines
+    h100 = freeze.load_record(root / STORE, ALPHA, machine=H100)
+    h200 = freeze.load_record(root / STORE, ALPHA, machine=H200)
+    table = results_table(h100, list(FIGURES[H100]), [h200]).split("\n")
+    assert table[2] == "| Result | H100 | H200 | H200 / H100 | Goal | Measured against |"
+    assert table[3] == "| --- | ---: | ---: | ---: | --- | --- |"
+    assert table[4] == "| The copy figure | 3 TB/s | 4.3 TB/s | 1.433× | — | — |"
+    assert table[7] == "| The vs\\_torch figure | 1.000× | 1.100× | 1.100× | ≥ 1×, met | — |"
+    assert f"*Measured on {H100}, 2026-11-25 (the run this page shows); {H200}, 2026-11-26;" in table[-1]
+
+    single = results_table(h100, list(FIGURES[H100]))  # one machine: as before, no ratio column
+    assert "| Result | Value | Goal | Measured against |" in single and " / " not in single.split("\n")[2]
+
+    rows = headline_table(h200, [h100]).split("\n")
+    assert rows[0] == "| Figure | H200 | H100 | H100 / H200 | Unit | Description |"
+    assert "| The copy figure | 4.3 | 3 | 0.698× | TB/s |  |" in rows
+
+
+def test_the_page_puts_the_primary_first(two_machines):
+    md = render_topic(ALPHA, STORE, two_machines, files_dir="alpha", primary="h100").markdown
+    assert "| Result | H100 | H200 | H200 / H100 | Goal | Measured against |" in md
+    md = render_topic(ALPHA, STORE, two_machines, files_dir="alpha").markdown
+    assert "| Result | H200 | H100 | H100 / H200 | Goal | Measured against |" in md
+
+
+def test_machine_names_are_escaped_in_tables(project):
+    write(project, make_record(project, H100, "2026-11-25T14:15:16Z"))
+    write(project, make_record(project, "NVIDIA <img src=x onerror=alert(1)> H200 | x", "2026-11-26T08:20:15Z"))
+    md = render_topic(ALPHA, STORE, project, files_dir="alpha").markdown + kernels_page(TOPICS, STORE, project).markdown
+    assert "<img" not in md and "&lt;img" in md
+
+
+def test_the_kernels_page_compares_every_headline_across_machines(two_machines):
+    md = kernels_page(TOPICS, STORE, two_machines, primary="h100").markdown
+    section = md.split("## Across machines", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.split("\n") if line.startswith("|")]
+    assert rows[0] == "| Topic | Headline | H100 | H200 | Ratio to the primary |"
+    assert "| [Alpha](topics/alpha.md) | The copy figure | 3 TB/s | 4.3 TB/s | 1.433× (H200 / H100) |" in rows
+    assert len(rows) == 2 + len(FIGURES[H100])
+    assert f"{H100}, 2026-11-25, **fresh**; {H200}, 2026-11-26, **fresh**" in md  # the topic's section
+
+
+def test_the_scaling_section_classifies_each_headline(two_machines):
+    md = kernels_page(TOPICS, STORE, two_machines, primary="h100").markdown
+    section = md.split("## What scales with what", 1)[1].split("\n## ", 1)[0]
+    assert "### H200 / H100" in section
+    assert "1.433× the HBM bandwidth" in section and "1.000× its dense bf16 peak" in section
+    rows = {line.split(" | ")[1]: line.split(" | ")[2:] for line in section.split("\n") if line.startswith("| [")}
+    assert rows == {"The copy figure": ["1.433×", "memory bandwidth |"],
+                    "The matmul figure": ["1.014×", "compute |"],
+                    "The attention figure": ["1.250×", "neither |"],
+                    "The vs\\_torch figure": ["—", "not classified |"],
+                    "The ridge figure": ["—", "not classified |"]}
+    assert "Memory bandwidth: 1; compute: 1; neither: 1; not classified: 2 headlines." in section
+    # the other way round (the H200 primary), the same kinds
+    md = kernels_page(TOPICS, STORE, two_machines).markdown
+    assert "### H100 / H200" in md and "| The copy figure | 0.698× | memory bandwidth |" in md
+
+
+def test_the_scaling_section_without_two_single_gpu_machines(project):
+    write(project, make_record(project, H100, "2026-11-25T14:15:16Z"))
+    md = kernels_page(TOPICS, STORE, project).markdown
+    assert "## Across machines" not in md
+    assert "No notebook is frozen on two single-GPU machines with known datasheets yet" in md
+
+
+def test_speed_ratio_and_classification():
+    assert speed_ratio(2.0, 1.6, "ms") == pytest.approx(1.25)  # a time: less is faster
+    assert speed_ratio(3.0, 4.3, "TB/s") == pytest.approx(4.3 / 3)
+    assert speed_ratio(1.0, 1.1, "x") is None and speed_ratio(1.0, 2.0, "FLOP/byte") is None
+    assert speed_ratio(0.0, 1.0, "GB/s") is None
+    bandwidth, compute = 4800 / 3350, 1.0
+    assert classify_scaling(1.40, bandwidth, compute) == "memory bandwidth"
+    assert classify_scaling(0.95, bandwidth, compute) == "compute"
+    assert classify_scaling(1.20, bandwidth, compute) == "neither"  # between the two
+    assert classify_scaling(1.80, bandwidth, compute) == "neither"  # beyond both
+    assert classify_scaling(None, bandwidth, compute) == "not classified"
