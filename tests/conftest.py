@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
+import os
 import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -26,6 +29,56 @@ T_MINUS_LOGS = [
     pytest.param(TMINUS_FIXTURE, id="tminus-fixture"),
 ]
 """The T-minus logs the tests read: the project's own and the test fixture, both in the repository."""
+
+
+@dataclass(frozen=True)
+class ProjectBuild:
+    """The project's site, built once for the whole test run (:func:`project_build`)."""
+
+    root: Path
+    """The build's folder: read it, never write to it (every test and worker shares it)."""
+    base_path: str
+    """The path of ``site_url`` (``/`` without one), where the site expects to be served."""
+    prefix: str
+    """The worklog's ``url_prefix`` without slashes: ``worklog``."""
+    topics: list[tuple[str, str | None]]
+    """Each topic's ``(id, notebook)``, in configured order."""
+
+
+def project_dir() -> Path:
+    """The MkDocs project the site tests build: ``WORKLOG_GEN_TEST_PROJECT`` or this repository."""
+    return Path(os.environ.get("WORKLOG_GEN_TEST_PROJECT") or REPO).resolve()
+
+
+@pytest.fixture(scope="session")
+def project_build(request, tmp_path_factory) -> ProjectBuild:
+    """``mkdocs build --strict`` of :func:`project_dir` from the committed freeze store, made once
+    for the whole run and shared by every test that reads the project's site (links, browser,
+    accessibility, engines). Under pytest-xdist the first worker to get here builds it while the
+    others wait on a file lock (pytest-xdist's documented way to run a session fixture once), then
+    all read the same folder. Raises MkDocs' ``Abort`` when the strict build warns."""
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp()
+    if hasattr(request.config, "workerinput"):  # an xdist worker: the run's folder is one up
+        shared = shared.parent
+    root, summary = shared / "project-site", shared / "project-site.json"
+    with FileLock(str(shared / "project-site.lock")):
+        if not summary.is_file():
+            from urllib.parse import urlsplit
+
+            from mkdocs.commands.build import build
+            from mkdocs.config import load_config
+
+            config = load_config(str(project_dir() / "mkdocs.yml"), strict=True, site_dir=str(root))
+            build(config)
+            plugin = config.plugins["worklog"].config
+            summary.write_text(json.dumps({
+                "base_path": urlsplit(config.site_url or "/").path or "/",
+                "prefix": plugin.url_prefix.strip("/"),
+                "topics": [[t.id, t.notebook] for t in plugin.topics]}), encoding="utf-8")
+    built = json.loads(summary.read_text(encoding="utf-8"))
+    return ProjectBuild(root, built["base_path"], built["prefix"], [tuple(t) for t in built["topics"]])
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """The site as a reader gets it: headless Chromium (Playwright) against a served build.
 
-The project's site is built once per module with ``mkdocs build --strict`` from the
-committed freeze store, served by ``http.server`` on 127.0.0.1, and read by Debian's
+The project's site is built once for the whole run with ``mkdocs build --strict`` from the
+committed freeze store (``conftest.project_build``, shared by every xdist worker), served by ``http.server`` on 127.0.0.1, and read by Debian's
 Chromium (``/usr/bin/chromium``; Playwright downloads no browser here). Checked:
 
 * the home pages, a day page, every topic page, the Kernels page, the reading list and
@@ -38,6 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from conftest import project_dir
+from worklog_gen.freeze import store
 
 pytestmark = pytest.mark.browser
 
@@ -111,23 +114,16 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def site(browser, tmp_path_factory):
-    """Build (strict, from the committed store) and serve the project's site."""
-    from mkdocs.commands.build import build
-    from mkdocs.config import load_config
-
-    project = Path(os.environ.get("WORKLOG_GEN_TEST_PROJECT") or REPO).resolve()
-    root = tmp_path_factory.mktemp("browser") / "site"
-    config = load_config(str(project / "mkdocs.yml"), strict=True, site_dir=str(root))
-    build(config)  # raises mkdocs' Abort when the strict build warns
-    plugin = config.plugins["worklog"].config
+def site(browser, project_build):
+    """The project's site (built once for the run, :func:`conftest.project_build`), served."""
+    root = project_build.root
     handler = functools.partial(_QuietHandler, directory=str(root))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)  # port 0: any free port
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield Site(root=root, url=f"http://127.0.0.1:{server.server_port}/", prefix=plugin.url_prefix.strip("/"),
-                   topics=[(t.id, t.notebook) for t in plugin.topics])
+        yield Site(root=root, url=f"http://127.0.0.1:{server.server_port}/", prefix=project_build.prefix,
+                   topics=project_build.topics)
     finally:
         server.shutdown()
         server.server_close()
@@ -299,10 +295,11 @@ def test_every_chart_is_drawn_in_place_of_its_svg(visits, site):
     assert not {k: v for k, v in undrawn.items() if v}, f"charts not drawn: {undrawn}"
     kinds = {name: {c["kind"] for c in cs} for name, cs in charts.items()}
     assert "heatmap" in kinds.get("worklog", set()), "no heatmap on the worklog home"
-    project = Path(os.environ.get("WORKLOG_GEN_TEST_PROJECT") or REPO).resolve()
+    project = project_dir()
     for topic_id, notebook in site.topics:
         if notebook:  # a topic that measured a roofline draws it; every topic draws a chart
-            measured = (project / "notebooks" / "_freeze" / Path(notebook).stem / "data" / "roofline.json").is_file()
+            measured = any((e.folder / "data" / "roofline.json").is_file()
+                           for e in store.machine_entries(project / "notebooks" / "_freeze", notebook))
             expected = "roofline" if measured else "benchmark"
             assert expected in kinds.get(f"topic {topic_id}", set()), f"topic {topic_id}: no {expected} chart"
     if "kernels" in visits:

@@ -13,7 +13,6 @@ instead of this repository (e.g. a copy with a store, while developing).
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
@@ -29,26 +28,6 @@ LINK_ATTRS = {"a": "href", "link": "href", "img": "src", "script": "src", "ifram
 # A URL with a scheme (https:, mailto:, data:, ...) or a network path (//host) leaves the site.
 _EXTERNAL = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*:|//)")
 _CSS_URL = re.compile(r"""url\(\s*['"]?([^'")]+)['"]?\s*\)""")
-
-
-def project_dir() -> Path:
-    """The MkDocs project the site tests build: ``WORKLOG_GEN_TEST_PROJECT`` or this repo."""
-    return Path(os.environ.get("WORKLOG_GEN_TEST_PROJECT") or REPO).resolve()
-
-
-def build_project_site(site_dir: Path):
-    """``mkdocs build --strict`` of :func:`project_dir` into ``site_dir``, in-process.
-
-    Returns the loaded MkDocs config (its ``plugins["worklog"].config`` holds the
-    topics and ``url_prefix``). Raises ``mkdocs.exceptions.Abort`` when the strict build
-    warns, e.g. a notebook with no frozen result in the store.
-    """
-    from mkdocs.commands.build import build
-    from mkdocs.config import load_config
-
-    config = load_config(str(project_dir() / "mkdocs.yml"), strict=True, site_dir=str(site_dir))
-    build(config)
-    return config
 
 
 @dataclass
@@ -179,11 +158,9 @@ def test_root_relative_links_resolve_under_the_sites_base_path(tmp_path):
 # --- the project's own site ----------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def project_site(tmp_path_factory):
-    site = tmp_path_factory.mktemp("links") / "site"
-    config = build_project_site(site)
-    return site, urlsplit(config.site_url or "/").path or "/"
+@pytest.fixture
+def project_site(project_build):
+    return project_build.root, project_build.base_path
 
 
 def test_project_site_has_no_broken_internal_links(project_site):

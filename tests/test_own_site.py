@@ -443,6 +443,11 @@ def test_a_notebook_declares_its_gpus_and_the_hash_covers_its_worker_module(tmp_
     monkeypatch.setattr(execute, "environment", lambda root: {"device": "NVIDIA H100", "gpus": ["NVIDIA H100"]})
     assert execute._too_few_gpus(notebook, tmp_path) == ("needs 2 GPUs (its metadata worklog_gen: gpus: 2), "
                                                         "this machine has 1")
+    # it starts a rank on every GPU it sees: on 4 its record is a machine of 4, not of the 2 it needs
+    four = {"device": "NVIDIA H100", "gpus": ["NVIDIA H100"] * 4}
+    assert execute.gpus_used(execute.read_notebook(notebook), four) == 4
+    one_gpu = _write(nb_dir / "one.py", "# %%\nprint(1)\n")
+    assert execute.gpus_used(execute.read_notebook(one_gpu), four) == 1
 
 
 TOPO = """\x1b[4m\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\x1b[0m

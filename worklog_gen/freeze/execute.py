@@ -91,6 +91,15 @@ def gpus_needed(nb) -> int:
     return value
 
 
+def gpus_used(nb, info: dict) -> int:
+    """How many GPUs a run of ``nb`` on the machine ``info`` (:func:`environment`) uses: a notebook
+    on several GPUs (:func:`gpus_needed` of 2 or more, the least it runs on) starts a rank on every
+    GPU it sees (``torch.cuda.device_count()``; ``CUDA_VISIBLE_DEVICES`` narrows it), so a record
+    of 4 GPUs and one of 2 are two machines; any other notebook uses what it declares."""
+    needed = gpus_needed(nb)
+    return max(needed, len(info.get("gpus") or [])) if needed > 1 else needed
+
+
 def _python_path(root: Path) -> str:
     # root first (``import worklog_gen`` from the repository), then this package's
     # parent so that a notebook outside the repository still finds worklog_gen
@@ -261,7 +270,7 @@ def machine_here(path: Path, root: Path, env: dict | None = None) -> str:
     if interpret_mode(env):
         return machine_name("interpret", None)
     info = environment(str(root))
-    return _machine(info, "gpu" if info.get("device") else "cpu", gpus_needed(read_notebook(path)))
+    return _machine(info, "gpu" if info.get("device") else "cpu", gpus_used(read_notebook(path), info))
 
 
 def execute_notebook(notebook: str | Path, root: str | Path, store_dir: str | Path, *, timeout: int = 1800,
@@ -325,7 +334,7 @@ def execute_notebook(notebook: str | Path, root: str | Path, store_dir: str | Pa
         info = environment(str(root))
         mode: RunMode = "interpret" if interpret_mode(env) else ("gpu" if info.get("device") else "cpu")
         record = _record(rel, hashed, info, mode, out_dir, executed_at=executed_at, kernel_name=kernel_name,
-                         wall=wall, seconds=seconds, lines=lines, gpus_used=gpus_needed(nb))
+                         wall=wall, seconds=seconds, lines=lines, gpus_used=gpus_used(nb, info))
         entry = write_entry(store, path.stem, nb, out_dir, record)
         failure_path(store, path, record.machine_name).unlink(missing_ok=True)
         failure_path(store, path).unlink(missing_ok=True)  # a legacy failure, of this machine or an unnamed one
