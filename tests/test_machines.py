@@ -203,10 +203,12 @@ def test_status_has_a_row_per_notebook_and_machine(two_machines):
     assert rows[1]["headline"]["copy"] == 3.0
 
     text = CliRunner().invoke(main, ["status", "-f", str(root / "mkdocs.yml")]).output.splitlines()
-    assert len(text) == 3
-    assert text[0].split()[:3] == ["alpha", "fresh", "NVIDIA"] and H200 in text[0]
-    assert H100 in text[1] and "2026-11-25T14:15:16Z" in text[1]
-    assert text[2].split()[:3] == ["beta", "missing", "-"]
+    header, rows, steps = text[0], text[1:4], text[4:]
+    assert header.split()[:3] == ["topic", "state", "ran"]
+    assert rows[0].split()[:3] == ["alpha", "fresh", "NVIDIA"] and H200 in rows[0]
+    assert H100 in rows[1] and "2026-11-25T14:15:16Z" in rows[1]
+    assert rows[2].split()[:3] == ["beta", "missing", "-"]
+    assert len(steps) == 1 and steps[0].startswith("next:") and "notebooks/beta.py" in steps[0]
 
     cfg, _ = load_plugin_config(root / "mkdocs.yml")
     write(root, make_record(root, H100, "2026-11-25T14:15:16Z", fresh=False))
@@ -252,6 +254,17 @@ def test_the_page_shows_the_primary_machine(two_machines, primary, shown):
     assert listed.startswith(other) and "(fresh)" in listed
     assert ("2026-11-25 14:15:16 UTC" in listed) == (other == H100)
     assert not page.warnings and not page.notes
+
+
+def test_a_newer_run_under_the_interpreter_does_not_lead_the_page(two_machines):
+    root = two_machines
+    cpu = dataclasses.replace(make_record(root, H200, "2026-11-27T09:00:00Z"), mode="interpret", gpu=None,
+                              gpus=[], machine="CPU (TRITON_INTERPRET=1)")
+    write(root, cpu)
+    page = render_topic(ALPHA, STORE, root, files_dir="alpha")
+    assert _shown(page.markdown) == H200  # the newest GPU record, not the newer correctness run
+    page = render_topic(ALPHA, STORE, root, files_dir="alpha", primary="triton_interpret")
+    assert _shown(page.markdown) == r"CPU (TRITON\_INTERPRET=1)"  # unless asked for (markdown-escaped)
 
 
 def test_a_stale_other_machine_is_a_note_not_a_warning(two_machines):

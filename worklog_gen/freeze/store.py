@@ -331,14 +331,17 @@ def notebook_state(notebook: str | Path, root: str | Path, store_dir: str | Path
 def primary_status(states: list[NotebookStatus], wanted: str | None) -> NotebookStatus:
     """The status a notebook's page shows, among ``states`` (:func:`notebook_states`): the machine
     that ``wanted`` names (:func:`matches_machine`: its name or slug first, else the newest record
-    whose name contains it), else the newest record. ``states`` must not be empty."""
+    whose name contains it), else the newest record from a GPU (a run on the CPU, under the
+    interpreter, measures nothing worth leading a page with), else the newest record. ``states``
+    must not be empty."""
     with_record = [st for st in states if st.record is not None] or states
     if wanted:
         scored = [(matches_machine(st.machine or "", st.slug or "", wanted), st) for st in with_record]
         best = max((score for score, _ in scored), default=0)
         if best:
             return next(st for score, st in scored if score == best)
-    return with_record[0]
+    on_gpu = [st for st in with_record if st.record is not None and st.record.mode == "gpu"]
+    return (on_gpu or with_record)[0]
 
 
 def code_cell_lines(path: Path) -> list[int | None]:
