@@ -42,7 +42,7 @@ import pytest
 from conftest import project_dir
 from worklog_gen.freeze import store
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
 REPO = Path(__file__).resolve().parent.parent
 CHROMIUM = Path("/usr/bin/chromium")  # Debian's package; .ci/run installs it

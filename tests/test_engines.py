@@ -27,6 +27,9 @@ from worklog_gen.config import load_plugin_config
 from worklog_gen.log import load
 from worklog_gen.site.generate import GENERATED_MARK, nav_paths
 
+# its module fixtures (compiled kernels, built sites) run once: on one worker (pyproject addopts)
+pytestmark = pytest.mark.xdist_group("engines")
+
 REPO = Path(__file__).resolve().parents[1]
 QUIET = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
 
@@ -47,11 +50,10 @@ def _tool(name: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def sites(tmp_path_factory) -> dict[str, Path]:
-    """engine -> built site folder."""
+def sites(tmp_path_factory, project_build) -> dict[str, Path]:
+    """engine -> built site folder (MkDocs': the run's shared strict build, ``conftest.project_build``)."""
     tmp = tmp_path_factory.mktemp("engines")
-    out = {"mkdocs": tmp / "mkdocs", "properdocs": tmp / "properdocs", "zensical": tmp / "generated" / "site"}
-    _run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(out["mkdocs"])])
+    out = {"mkdocs": project_build.root, "properdocs": tmp / "properdocs", "zensical": tmp / "generated" / "site"}
     _run([_tool("properdocs"), "build", "--strict", "-q", "-f", "mkdocs.yml", "-d", str(out["properdocs"])])
     _run([sys.executable, "-m", "worklog_gen", "generate", "--strict", "--out", str(tmp / "generated")])
     _run([_tool("zensical"), "build", "--strict", "-f", str(tmp / "generated" / "mkdocs.yml")])

@@ -19,6 +19,9 @@ import pytest
 
 from interpreted import JIT_FUNCTIONS, run_for_sm90, run_interpreted
 
+# its module fixtures (compiled kernels, built sites) run once: on one worker (pyproject addopts)
+pytestmark = pytest.mark.xdist_group("flash_attention_backward_kernels")
+
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "flash_attention_backward.py"
 

@@ -16,6 +16,9 @@ import pytest
 
 from interpreted import run_interpreted
 
+# its module fixtures (compiled kernels, built sites) run once: on one worker (pyproject addopts)
+pytestmark = pytest.mark.xdist_group("fusion_kernels")
+
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "fusion.py"
 

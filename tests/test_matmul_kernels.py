@@ -31,6 +31,9 @@ from hypothesis import strategies as st
 
 from interpreted import run_for_sm90, run_interpreted
 
+# its module fixtures (compiled kernels, built sites) run once: on one worker (pyproject addopts)
+pytestmark = pytest.mark.xdist_group("matmul_kernels")
+
 REPO = Path(__file__).resolve().parents[1]
 TILED = REPO / "notebooks" / "tiled_matmul.py"
 PERSISTENT = REPO / "notebooks" / "persistent_matmul.py"

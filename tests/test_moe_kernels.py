@@ -16,6 +16,9 @@ import pytest
 
 from interpreted import JIT_FUNCTIONS, REPO, run_for_sm90, run_interpreted
 
+# its module fixtures (compiled kernels, built sites) run once: on one worker (pyproject addopts)
+pytestmark = pytest.mark.xdist_group("moe_kernels")
+
 FORWARD = REPO / "notebooks" / "moe.py"
 BACKWARD = REPO / "notebooks" / "moe_backward.py"
 

@@ -19,6 +19,9 @@ import pytest
 import ptx
 from interpreted import run_interpreted
 
+# its module fixtures (compiled kernels, built sites) run once: on one worker (pyproject addopts)
+pytestmark = pytest.mark.xdist_group("reduction_kernels")
+
 REPO = Path(__file__).resolve().parents[1]
 
 NOTEBOOK = REPO / "notebooks" / "reduction.py"

@@ -26,6 +26,9 @@ from worklog_gen.site.kernels import kernels_page
 from worklog_gen.kit.roofline import RooflinePoint, save_roofline
 from worklog_gen.freeze.source_hash import source_hash
 
+# its module fixtures (compiled kernels, built sites) run once: on one worker (pyproject addopts)
+pytestmark = pytest.mark.xdist_group("render")
+
 FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
 STORE = Path("notebooks/_freeze")
 ALPHA, BETA = Path("notebooks/alpha.py"), Path("notebooks/beta.py")

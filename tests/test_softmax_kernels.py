@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "online_softmax.py"
 BLOCK = 64  # small chunks: every loop runs several iterations at these sizes
 
-pytestmark = pytest.mark.notebook
+pytestmark = [pytest.mark.notebook, pytest.mark.xdist_group("softmax_kernels")]
 
 CHILD = r'''
 import sys

@@ -23,6 +23,9 @@ import pytest
 import ptx
 from interpreted import run_interpreted
 
+# its module fixtures (compiled kernels, built sites) run once: on one worker (pyproject addopts)
+pytestmark = pytest.mark.xdist_group("vector_add_kernels")
+
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "vector_add.py"
 
