@@ -49,10 +49,20 @@ def every_page(site: Site) -> list[str]:
 
 def _read(page, problems: list[str], open_folds: bool) -> None:
     """Open the folds (or not), bring every chart and formula into view so that they draw, and
-    wait until they have, and until a11y.js has looked at what now scrolls (a frame later)."""
+    wait until they have, until a11y.js has looked at what now scrolls (a frame later), and until
+    every transition has ended (scrolling back to the top fades Material's header title in: its
+    colours half-way are no colours a reader reads)."""
     page.evaluate(_READ_EVERYTHING, [open_folds, None])
     _wait_for_charts(page, problems, _CHARTS_DONE if open_folds else _CHARTS_SETTLED)
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    page.evaluate(_SETTLED)
+
+
+# Every running animation and transition has finished (each bounded: page.evaluate has no timeout).
+_SETTLED = """async () => {
+  const within = (promise, ms) => Promise.race([promise.catch(() => {}), new Promise(r => setTimeout(r, ms))]);
+  await within(Promise.all(document.getAnimations().map(a => a.finished)), 5000);
+}"""
 
 
 # --- axe-core, WCAG 2.1 A and AA ----------------------------------------------------------

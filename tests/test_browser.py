@@ -576,7 +576,12 @@ def test_a_topic_page_opens_with_its_results_and_stays_short(browser, site):
             _wait_for_charts(page, problems, _CHARTS_SETTLED)
             results = page.evaluate(_RESULTS)
             assert results, f"{topic_id}: no results table"
-            assert results["head"] == ["Result", "Value", "Goal", "Measured against"] and results["rows"] > 0
+            machines = [e for e in store.machine_entries(project_dir() / "notebooks" / "_freeze", notebook) if e.record]
+            head = results["head"]
+            assert head[0] == "Result" and head[-2:] == ["Goal", "Measured against"] and results["rows"] > 0, head
+            # one machine: its value; several: a column each, then each other one's ratio to the first
+            assert head[1:-2] == ["Value"] if len(machines) == 1 else \
+                (len(head[1:-2]) == 2 * len(machines) - 1 and all(" / " in h for h in head[1 + len(machines):-2])), head
             assert results["bottom"] <= 1100, f"{topic_id}: the results table ends at {results['bottom']:.0f} px"
             assert results["height"] <= 12_000, f"{topic_id}: {results['height']} px tall"
             assert results["longest"] <= 60, f"{topic_id}: an open block of {results['longest']} lines"
