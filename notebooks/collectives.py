@@ -12,6 +12,8 @@
 #     name: python3
 #   worklog_gen:
 #     gpus: 2
+#     compute_capability: '8.0'  # bf16 collectives; symmetric memory needs peer access (NVLink)
+#     memory_gib: 16  # up to 1 GiB bf16 per collective; all_gather's output is world x 1 GiB
 # ---
 
 # %% [markdown]

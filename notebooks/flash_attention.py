@@ -10,6 +10,9 @@
 #     display_name: Python 3
 #     language: python
 #     name: python3
+#   worklog_gen:
+#     compute_capability: '9.0'  # tl.make_tensor_descriptor (TMA), tl.range(warp_specialize=True)
+#     memory_gib: 24  # sdpa math at N = 2048 (B·H = 256): ~1 G scores, bf16 and fp32 copies; the naive sweep stops at out-of-memory
 # ---
 
 

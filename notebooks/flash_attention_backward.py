@@ -10,6 +10,9 @@
 #     display_name: Python 3
 #     language: python
 #     name: python3
+#   worklog_gen:
+#     compute_capability: '9.0'  # runs flash_attention's TMA forward cells
+#     memory_gib: 16  # B·H·N = 16k·32, d = 128 bf16: q, k, v, o, do and grads ~1 GiB; cuDNN workspace
 # ---
 
 # %% [markdown]

@@ -10,6 +10,9 @@
 #     display_name: Python 3
 #     language: python
 #     name: python3
+#   worklog_gen:
+#     compute_capability: '7.5'  # fp32 only; Triton and Inductor need sm_75 in practice
+#     memory_gib: 12  # 2^28 fp32 (1 GiB) x, bias-gelu-residual inputs, outputs and eager temporaries: ~6 GiB
 # ---
 
 # %% [markdown]

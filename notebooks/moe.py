@@ -9,6 +9,9 @@
 #     display_name: Python 3
 #     language: python
 #     name: python3
+#   worklog_gen:
+#     compute_capability: '9.0'  # host TensorDescriptor (TMA) grouped GEMM; torch._grouped_mm baseline (sm_90)
+#     memory_gib: 16  # Mixtral-8x7B: 8 experts' w1, w2 in bf16 ~2.6 GiB, T·k·2F activations ~1 GiB, peers'
 # ---
 
 # %% [markdown]

@@ -9,6 +9,9 @@
 #     display_name: Python 3
 #     language: python
 #     name: python3
+#   worklog_gen:
+#     compute_capability: '9.0'  # the forward's TMA grouped GEMM and torch._grouped_mm
+#     memory_gib: 16  # the forward's layers plus their weight gradients and saved activations
 # ---
 
 # %% [markdown]

@@ -10,6 +10,9 @@
 #     display_name: Python 3
 #     language: python
 #     name: python3
+#   worklog_gen:
+#     compute_capability: '8.0'  # bf16 rows need sm_80; the kernels are portable
+#     memory_gib: 8  # the kit's measure_ceilings copies 2 GiB into 2 GiB; 4096 x 16384 fp32 rows ~1 GiB live
 # ---
 
 # %% [markdown]

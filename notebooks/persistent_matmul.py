@@ -9,6 +9,9 @@
 #     display_name: Python 3
 #     language: python
 #     name: python3
+#   worklog_gen:
+#     compute_capability: '9.0'  # TMA (TensorDescriptor, tl.make_tensor_descriptor), warp specialization
+#     memory_gib: 8  # the kit's measure_ceilings copies 2 GiB into 2 GiB; LLM shapes under 1 GiB in fp32
 # ---
 
 # %% [markdown]

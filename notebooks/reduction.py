@@ -10,6 +10,9 @@
 #     display_name: Python 3
 #     language: python
 #     name: python3
+#   worklog_gen:
+#     compute_capability: '8.0'  # bf16 inputs need sm_80; the Triton and CUDA kernels are portable
+#     memory_gib: 8  # 2^28 fp32 x and y (dot): 2 GiB, plus partials; about 4 GiB with torch's refs
 # ---
 
 # %% [markdown]

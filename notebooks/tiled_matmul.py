@@ -9,6 +9,9 @@
 #     display_name: Python 3
 #     language: python
 #     name: python3
+#   worklog_gen:
+#     compute_capability: '8.0'  # bf16 and tf32 tl.dot need sm_80; mma v2 below Hopper, no TMA
+#     memory_gib: 8  # the kit's measure_ceilings copies 2 GiB into 2 GiB; squares up to 8192 fp32: 1 GiB
 # ---
 
 # %% [markdown]

@@ -10,6 +10,9 @@
 #     display_name: Python 3
 #     language: python
 #     name: python3
+#   worklog_gen:
+#     compute_capability: '8.0'  # bf16 (HALF on a GPU) needs sm_80; the kernel is portable
+#     memory_gib: 8  # 2^28-element fp32 x, y and outputs: 1 GiB each, about 4 GiB live; doubled
 # ---
 
 # %% [markdown]

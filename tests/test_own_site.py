@@ -18,6 +18,7 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -448,6 +449,93 @@ def test_a_notebook_declares_its_gpus_and_the_hash_covers_its_worker_module(tmp_
     assert execute.gpus_used(execute.read_notebook(notebook), four) == 4
     one_gpu = _write(nb_dir / "one.py", "# %%\nprint(1)\n")
     assert execute.gpus_used(execute.read_notebook(one_gpu), four) == 1
+
+
+HOPPER_NOTEBOOK = """\
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   worklog_gen:
+#     compute_capability: 9.0  # TMA
+#     memory_gib: 40
+# ---
+
+# %%
+print(1)
+"""
+
+A100_40GB = {"device": "NVIDIA A100-SXM4-40GB", "gpus": ["NVIDIA A100-SXM4-40GB"], "compute_capability": "8.0",
+             "memory_gib": 39.4}
+
+
+def test_a_notebook_declares_its_compute_capability_and_memory_and_is_refused_up_front(tmp_path, monkeypatch):
+    nb_dir = tmp_path / "notebooks"
+    nb_dir.mkdir()
+    notebook = _write(nb_dir / "hopper.py", HOPPER_NOTEBOOK)
+    assert execute.requirements(notebook) == {"gpus": 1, "compute_capability": (9, 0), "memory_gib": 40.0}
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.setattr(execute, "environment", lambda root: A100_40GB)
+    assert execute._cannot_run_here(notebook, tmp_path) == (
+        "needs compute capability 9.0 or newer (its metadata worklog_gen: compute_capability: 9.0), this "
+        "machine's NVIDIA A100-SXM4-40GB has 8.0; needs 40 GiB of GPU memory (its metadata worklog_gen: "
+        "memory_gib: 40), this machine's NVIDIA A100-SXM4-40GB has 39.4 GiB")
+    h100 = {"device": "NVIDIA H100 80GB HBM3", "gpus": ["NVIDIA H100 80GB HBM3"], "compute_capability": "9.0",
+            "memory_gib": 79.1}
+    monkeypatch.setattr(execute, "environment", lambda root: h100)
+    assert execute._cannot_run_here(notebook, tmp_path) is None
+    blackwell = {**h100, "compute_capability": "10.0"}  # compared as numbers, not as text
+    monkeypatch.setattr(execute, "environment", lambda root: blackwell)
+    assert execute._cannot_run_here(notebook, tmp_path) is None
+    monkeypatch.setattr(execute, "environment", lambda root: {"device": None, "gpus": []})
+    assert execute._cannot_run_here(notebook, tmp_path) == execute.NO_GPU_REFUSAL
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # the interpreter runs it on the CPU whatever it declares
+    assert execute._cannot_run_here(notebook, tmp_path) is None
+
+
+@pytest.mark.parametrize("value, expected", [("8.6", (8, 6)), (8.9, (8, 9)), ("10.0", (10, 0)), (9, (9, 0))])
+def test_a_compute_capability_reads_as_major_minor(tmp_path, value, expected):
+    notebook = _write(tmp_path / "cc.py", HOPPER_NOTEBOOK.replace("compute_capability: 9.0",
+                                                                  f"compute_capability: {value!r}"))
+    assert execute.requirements(notebook)["compute_capability"] == expected
+
+
+@pytest.mark.parametrize("line", ["compute_capability: nine", "compute_capability: '9.0.1'", "compute_capability: true",
+                                  "compute_capability: [9, 0]", "memory_gib: 0", "memory_gib: -8",
+                                  "memory_gib: lots", "memory_gib: true", "gpus: 1.5"])
+def test_bad_requirements_name_the_notebook(tmp_path, line):
+    text = HOPPER_NOTEBOOK.replace("compute_capability: 9.0  # TMA\n#     memory_gib: 40", line)
+    notebook = _write(tmp_path / "bad.py", text)
+    with pytest.raises(ValueError, match=f"{notebook}: metadata worklog_gen: {line.split(':')[0]} must be"):
+        execute.requirements(notebook)
+
+
+def test_execute_refuses_a_card_too_old_up_front_and_records_no_failure(tmp_path, monkeypatch, capsys):
+    nb_dir = tmp_path / "notebooks"
+    nb_dir.mkdir()
+    notebook = _write(nb_dir / "hopper.py", HOPPER_NOTEBOOK)
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.setattr(execute, "environment", lambda root: A100_40GB)
+    ran = []
+    monkeypatch.setattr(execute, "execute_notebook", lambda *a, **k: ran.append(a))
+    cfg = SimpleNamespace(freeze_dir="notebooks/_freeze", topics=[])
+    assert execute.execute_cli(cfg, tmp_path, [notebook]) is False
+    assert ran == []
+    err = capsys.readouterr().err
+    assert "error: notebooks/hopper.py: needs compute capability 9.0 or newer" in err
+    assert "this machine's NVIDIA A100-SXM4-40GB has 8.0" in err
+    assert not list(tmp_path.rglob("*.failed.json"))
+
+
+def test_every_topic_notebook_declares_its_least_card():
+    for path in sorted((REPO / "notebooks").glob("*.py")):
+        if path.name == "collectives_workers.py":
+            continue
+        needs = execute.requirements(path)
+        assert needs["compute_capability"] is not None and needs["compute_capability"] >= (7, 5), path.name
+        assert needs["memory_gib"] is not None, path.name
 
 
 TOPO = """\x1b[4m\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\x1b[0m

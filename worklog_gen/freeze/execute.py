@@ -91,6 +91,55 @@ def gpus_needed(nb) -> int:
     return value
 
 
+def capability_needed(nb) -> tuple[int, int] | None:
+    """The least compute capability a notebook runs on, as ``(major, minor)``: its jupytext metadata
+    ``worklog_gen: {compute_capability: "9.0"}`` ("major.minor", a string or a number: YAML reads
+    ``9.0`` as a float), else ``None`` (any CUDA GPU).
+
+    Raises:
+        ValueError: not "major.minor" (or a whole number, read as major.0).
+    """
+    value = (nb.metadata.get("worklog_gen") or {}).get("compute_capability")
+    if value is None:
+        return None
+    text = str(value).strip() if isinstance(value, (str, int, float)) and not isinstance(value, bool) else ""
+    major, dot, minor = text.partition(".")
+    if not major.isdigit() or (dot and not minor.isdigit()) or (text.count(".") > 1):
+        raise ValueError("metadata worklog_gen: compute_capability must be \"major.minor\", "
+                         f"e.g. \"9.0\" or 8.6, not {value!r}")
+    return int(major), int(minor or 0)
+
+
+def memory_needed(nb) -> float | None:
+    """The least GPU memory a notebook runs in, in GiB: its jupytext metadata
+    ``worklog_gen: {memory_gib: N}``, else ``None``.
+
+    Raises:
+        ValueError: not a number above 0.
+    """
+    value = (nb.metadata.get("worklog_gen") or {}).get("memory_gib")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == float("inf"):
+        raise ValueError(f"metadata worklog_gen: memory_gib must be a number of GiB above 0, not {value!r}")
+    return float(value)
+
+
+def requirements(path: str | Path) -> dict:
+    """What the notebook ``path`` declares it needs (its jupytext metadata ``worklog_gen:``):
+    ``gpus`` (:func:`gpus_needed`), ``compute_capability`` (:func:`capability_needed`) and
+    ``memory_gib`` (:func:`memory_needed`).
+
+    Raises:
+        ValueError: a value is malformed, with the notebook named.
+    """
+    nb = read_notebook(path)
+    try:
+        return {"gpus": gpus_needed(nb), "compute_capability": capability_needed(nb), "memory_gib": memory_needed(nb)}
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from exc
+
+
 def gpus_used(nb, info: dict) -> int:
     """How many GPUs a run of ``nb`` on the machine ``info`` (:func:`environment`) uses: a notebook
     on several GPUs (:func:`gpus_needed` of 2 or more, the least it runs on) starts a rank on every
@@ -349,19 +398,52 @@ NO_GPU_REFUSAL = ("needs a CUDA GPU and this machine has none (torch sees no CUD
 """Why a notebook is not run on a machine without a GPU, outside the interpreter."""
 
 
-def _too_few_gpus(path: Path, root: Path) -> str | None:
-    """Why ``path`` cannot run here, when it declares more GPUs (:func:`gpus_needed`, 1 unless
-    it says otherwise) than this machine has: none (:data:`NO_GPU_REFUSAL`), or too few. Under the
-    interpreter it runs on the CPU however many it declares. ``None`` when it can run."""
-    needed = gpus_needed(read_notebook(path))
+def _gib(value: float) -> str:
+    return f"{value:g} GiB"
+
+
+def _cannot_run_here(path: Path, root: Path) -> str | None:
+    """Why ``path`` cannot run here (``None`` when it can), from what it declares
+    (:func:`requirements`) and what :func:`environment` finds: no GPU (:data:`NO_GPU_REFUSAL`), too
+    few GPUs, a compute capability below its ``compute_capability``, or less GPU memory than its
+    ``memory_gib``; each shortfall names what it needs and what this machine has. Under the
+    interpreter it runs on the CPU whatever it declares; a notebook of ``gpus: 0`` needs no GPU.
+    A fact this machine's answer lacks (no capability or memory reported) refuses nothing.
+
+    Raises:
+        ValueError: malformed metadata, with the notebook named.
+    """
+    needs = requirements(path)
+    needed = needs["gpus"]
     if needed == 0 or interpret_mode():
         return None
-    have = len(environment(str(root)).get("gpus") or [])
-    if have >= needed:
-        return None
+    info = environment(str(root))
+    have = len(info.get("gpus") or [])
     if have == 0:
         return NO_GPU_REFUSAL
-    return f"needs {needed} GPUs (its metadata worklog_gen: gpus: {needed}), this machine has {have}"
+    reasons = []
+    if have < needed:
+        reasons.append(f"needs {needed} GPUs (its metadata worklog_gen: gpus: {needed}), this machine has {have}")
+    device = info.get("device") or "GPU"
+    cc = needs["compute_capability"]
+    have_cc = info.get("compute_capability")
+    if cc is not None and have_cc:
+        try:
+            here = tuple(int(part) for part in str(have_cc).split("."))
+        except ValueError:
+            here = None
+        if here is not None and here < cc:
+            reasons.append(f"needs compute capability {cc[0]}.{cc[1]} or newer (its metadata worklog_gen: "
+                           f"compute_capability: {cc[0]}.{cc[1]}), this machine's {device} has {have_cc}")
+    gib = needs["memory_gib"]
+    have_gib = info.get("memory_gib")
+    if gib is not None and have_gib is not None and have_gib < gib:
+        reasons.append(f"needs {_gib(gib)} of GPU memory (its metadata worklog_gen: memory_gib: {gib:g}), "
+                       f"this machine's {device} has {_gib(have_gib)}")
+    return "; ".join(reasons) or None
+
+
+_too_few_gpus = _cannot_run_here  # its first name, when the only requirement was the GPU count
 
 
 NOTEBOOK_PACKAGES = ("nbclient", "ipykernel", "jupyter_client")
@@ -420,7 +502,7 @@ def execute_cli(cfg, root: str | Path, notebooks: list[Path], *, force: bool = F
             if st.state is NotebookState.FRESH and not force:
                 _say(f"{rel}: fresh, skipped (on {here}; --force runs it anyway)")
                 continue
-            if refusal := _too_few_gpus(path, root):
+            if refusal := _cannot_run_here(path, root):
                 _say(f"error: {rel}: {refusal}; the last frozen result is kept")
                 ok = False
                 continue
