@@ -246,26 +246,34 @@ SHARDS = 2
 """Child processes that compile at once (the kernels dealt round them), one per core of a small machine."""
 
 
-@pytest.fixture(scope="module")
-def compiled(tmp_path_factory) -> list[dict]:
-    """Every kernel of :data:`PORTABLE`, compiled for each card of :data:`CARDS` in :data:`SHARDS`
-    child processes (no interpreter; each with its own Triton cache in a temporary folder, so that
-    every kernel is compiled and ``ptxas`` reports on it)."""
+_COMPILED: dict[int, list[dict]] = {}
+"""sm_XY -> its compiled rows, for the rest of the module once a test has compiled them."""
+
+
+@pytest.fixture
+def compiled(tmp_path_factory, cc) -> list[dict]:
+    """Every kernel of :data:`PORTABLE`, compiled for the test's card ``cc`` (one of :data:`CARDS`,
+    a card per test so that none runs long) in :data:`SHARDS` child processes (no interpreter; each
+    with its own Triton cache in a temporary folder, so that every kernel is compiled and ``ptxas``
+    reports on it). The tests of one card share its compiles."""
+    if cc in _COMPILED:
+        return _COMPILED[cc]
     pytest.importorskip("triton")
     base = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     base.update(PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
                 TRITON_DUMP_PTXAS_LOG="1", TRITON_DEFAULT_FP_FUSION="1")
-    children = [subprocess.Popen([sys.executable, "-c", COMPILE, str(NOTEBOOKS), ",".join(map(str, CARDS)),
-                                  f"{i}/{SHARDS}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    children = [subprocess.Popen([sys.executable, "-c", COMPILE, str(NOTEBOOKS), str(cc), f"{i}/{SHARDS}"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                  env={**base, "TRITON_CACHE_DIR": str(tmp_path_factory.mktemp("triton-cache"))})
                 for i in range(SHARDS)]
     rows = []
     for child in children:
         stdout, stderr = child.communicate(timeout=600)
         if child.returncode != 0 and "ptxas" in stderr and "PTXASError" not in stderr:
-            pytest.skip(f"no sm_80 code generation here: {stderr.strip().splitlines()[-1]}")
+            pytest.skip(f"no sm_{cc} code generation here: {stderr.strip().splitlines()[-1]}")
         assert child.returncode == 0, stderr[-4000:]
         rows += json.loads(stdout.strip().splitlines()[-1])
+    _COMPILED[cc] = rows
     return rows
 
 
