@@ -233,6 +233,68 @@ if GPU:
                             title=f"NCCL collectives, bf16, {WORLD} × {sweep['device']}"))
 
 # %% [markdown]
+# **Ring or tree, two ranks or four.** NCCL picks its algorithm per call from its own cost model;
+# `NCCL_ALGO` forces one for a communicator's life. Inside one NVLink node a "tree" is a chain of
+# the GPUs (the double binary tree earns its $\log n$ latency across nodes), so the question here
+# is only what each costs per call on this box. Then the same fit on 2 ranks and on every GPU the
+# machine has: if the ring model holds, $\alpha$ and $B$ are properties of the link, and the two
+# fits agree; where they part, the model leaves something out.
+
+# %% tags=["hide-input"] summary="Ring against tree (NCCL_ALGO), and the fit on 2 ranks and on all"
+ALGO_SIZES = [4**k for k in range(5, 15)]  # 1 KiB .. 256 MiB
+
+
+def forced(algo: str, ranks: int, sizes) -> list[dict]:
+    """Eager all-reduce rows on ``ranks`` GPUs with NCCL_ALGO=``algo`` (None: NCCL's choice), read
+    by each worker's NCCL when its communicator starts (the workers inherit the environment)."""
+    if algo:
+        os.environ["NCCL_ALGO"] = algo
+    try:
+        return cw.run("sweep", ranks, sizes=sizes, ops=["all_reduce"], graph=False)["rows"]
+    finally:
+        os.environ.pop("NCCL_ALGO", None)
+
+
+if GPU:
+    ring, tree = ({r["bytes"]: r for r in forced(a, WORLD, ALGO_SIZES)} for a in ("Ring", "Tree"))
+    chosen = {r["bytes"]: r for r in ar_rows}
+    algo_rows = [{"bytes": b, "ring": ring[b].get("busbw"), "tree": tree[b].get("busbw"),
+                  "nccl": chosen[b]["busbw"] if b in chosen else None} for b in ALGO_SIZES]
+    save_data("ring_vs_tree.csv", algo_rows)
+    timed = [r for r in algo_rows if r["ring"] is not None and r["tree"] is not None]
+    display(table(timed, {"bytes": "bytes", "ring": "Ring, GB/s", "tree": "Tree, GB/s", "nccl": "NCCL's choice, GB/s"},
+                  formats={"bytes": ",d", "ring": ".1f", "tree": ".1f", "nccl": ".1f"},
+                  caption=f"All-reduce bus bandwidth, eager, bf16, {WORLD} × {sweep['device']}, NCCL_ALGO forced"))
+    failed = [f"{b:,d} B: {r[b]['error']}" for r in (ring, tree) for b in ALGO_SIZES if "error" in r[b]]
+    tree_wins = [r["bytes"] for r in timed if r["tree"] > r["ring"]]
+    large = timed[-1] if timed else None
+    display(prose(
+        (f"At {large['bytes'] / MiB:,.0f} MiB the ring moves {large['ring']:.0f} GB/s of bus bandwidth and the tree "
+         f"{large['tree']:.0f} ({large['tree'] / large['ring']:.2f}× the ring). The tree is ahead at "
+         + (", ".join(f"{b / KiB:,.0f} KiB" for b in tree_wins) if tree_wins else "no size")
+         + " of the sizes tried." if large else "Neither forced algorithm ran at every size.")
+        + (f" Failed: {'; '.join(failed)}." if failed else "")))
+
+    fits = []
+    for ranks in sorted({2, WORLD}):
+        rows = ar_rows if ranks == WORLD else [r for r in forced(None, ranks, SIZES) if "error" not in r]
+        alpha_s, beta_gbps = fit_alpha_beta(rows, ranks)
+        fits.append({"ranks": ranks, "alpha_us": alpha_s * 1e6, "beta_gbps": beta_gbps,
+                     "best_busbw": max(r["busbw"] for r in rows), "crossover_kib": ranks * alpha_s * beta_gbps * 1e9 / KiB})
+    save_data("fit_by_ranks.json", fits)
+    display(table(fits, {"ranks": "ranks", "alpha_us": "α, µs per step", "beta_gbps": "B, GB/s",
+                         "best_busbw": "best bus bandwidth, GB/s", "crossover_kib": "α = β crossover, KiB"},
+                  formats={"alpha_us": ".1f", "beta_gbps": ".0f", "best_busbw": ".0f", "crossover_kib": ",.0f"},
+                  caption="The ring model fitted on each rank count's own sweep (NCCL's choice of algorithm)"))
+    if len(fits) == 2:
+        two, every = fits
+        display(prose(
+            f"From 2 ranks to {every['ranks']}: α {two['alpha_us']:.1f} → {every['alpha_us']:.1f} µs per step and B "
+            f"{two['beta_gbps']:.0f} → {every['beta_gbps']:.0f} GB/s ({every['beta_gbps'] / two['beta_gbps']:.2f}×)."))
+else:
+    print("CPU mode: nothing timed (NCCL_ALGO is NCCL's; the CPU runs gloo)")
+
+# %% [markdown]
 # ## 3. An all-reduce by hand
 #
 # ### 3a. A ring of sends and receives

@@ -212,6 +212,11 @@ def test_status_has_a_row_per_notebook_and_machine(two_machines):
 
     cfg, _ = load_plugin_config(root / "mkdocs.yml")
     write(root, make_record(root, H100, "2026-11-25T14:15:16Z", fresh=False))
+    write(root, make_record(root, H200, "2026-11-26T08:20:15Z", fresh=False))
+    steps = [line for line in CliRunner().invoke(main, ["status", "-f", str(root / "mkdocs.yml")]).output.splitlines()
+             if line.startswith("next:")]
+    assert len(steps) == 1 and steps[0].count("notebooks/alpha.py") == 1, steps  # two stale machines, one step
+    write(root, make_record(root, H200, "2026-11-26T08:20:15Z"))
     assert [(r.machine, r.state.value) for r in freeze.status(cfg, root)][:2] == [(H200, "fresh"), (H100, "stale")]
 
 

@@ -418,12 +418,13 @@ def _next_steps(rows, cfg) -> list[str]:
     that exist (after fixing the cell that failed, for a failed one), then commit the store."""
     from worklog_gen.freeze.record import NotebookState
 
-    steps = [f"topic '{r.topic}': {r.path} is not found; fix its 'notebook' in mkdocs.yml"
-             for r in rows if not r.source_exists]
-    failed = [r.path for r in rows if r.source_exists and r.state is NotebookState.FAILED]
+    # a notebook has a row per machine: each is named once, in order
+    steps = list(dict.fromkeys(f"topic '{r.topic}': {r.path} is not found; fix its 'notebook' in mkdocs.yml"
+                               for r in rows if not r.source_exists))
+    failed = list(dict.fromkeys(r.path for r in rows if r.source_exists and r.state is NotebookState.FAILED))
     if failed:
         steps.append(f"fix the cell that failed in {', '.join(failed)} (above), then execute it as below")
-    run = [r.path for r in rows if r.source_exists and r.state is not NotebookState.FRESH]
+    run = list(dict.fromkeys(r.path for r in rows if r.source_exists and r.state is not NotebookState.FRESH))
     if run:
         steps.append(f"worklog-gen execute {' '.join(run)}   (on a GPU; TRITON_INTERPRET=1 worklog-gen execute "
                      f"... on a CPU checks correctness only), then commit {cfg.freeze_dir}/")
