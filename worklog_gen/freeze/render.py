@@ -118,6 +118,17 @@ def _goal(h: Headline) -> str:
     return f"{h.goal_op.replace('>=', '≥').replace('<=', '≤')} {_with_unit(h.goal, h.unit, measured=False)}, {verdict}"
 
 
+def _goals(records: list[FreezeRecord], name: str, labels: list[str]) -> str:
+    """The goal of headline ``name`` and whether each machine's run met it: one verdict when they
+    agree (:func:`_goal`), else the verdict of each machine (``labels``, in ``records``' order) that
+    holds the figure, each against the goal its own run set."""
+    held = [(label, r.headline[name]) for label, r in zip(labels, records) if name in r.headline]
+    with_goal = [(label, h) for label, h in held if h.goal is not None]
+    if len({(h.goal_op, h.goal, h.met) for _, h in with_goal}) <= 1:
+        return _goal(held[0][1])
+    return "; ".join(f"{_goal(h)} on {label}" for label, h in with_goal)
+
+
 def short_machine(name: str) -> str:
     """A machine's name for a column header: the GPU model without the vendor (``NVIDIA H100 80GB
     HBM3`` -> ``H100``, ``2 × NVIDIA H200, NVLink NV18`` -> ``2 × H200``): the first word holding a
@@ -202,9 +213,10 @@ def results_table(record: FreezeRecord, order: list[str] | None = None, others: 
 
     With ``others`` (other machines' records of the notebook), the value is one column per machine,
     ``record``'s (the primary machine's) first, followed by one column per other machine with its
-    value ÷ the primary's (``H200 / H100``, :func:`ratio_text`); goal and baseline are the primary's
-    (another machine's where the primary lacks that figure); the line under the table names every
-    machine and date."""
+    value ÷ the primary's (``H200 / H100``, :func:`ratio_text`); the goal says met or missed for each
+    machine when their runs disagree (:func:`_goals`); the baseline is the primary's (another
+    machine's where the primary lacks that figure); the line under the table names every machine
+    and date."""
     records = [record, *others]
     if not any(r.headline for r in records):
         return ""
@@ -224,7 +236,8 @@ def results_table(record: FreezeRecord, order: list[str] | None = None, others: 
         values = [_with_unit(r.headline[name].value, r.headline[name].unit) if name in r.headline else "—"
                   for r in records]
         values += [ratio_text(record.headline.get(name), r.headline.get(name)) for r in others]
-        rows.append(f"| {label} | {' | '.join(values)} | {_goal(h)} | {table_cell(h.baseline or '—')} |")
+        goal = _goals(records, name, labels) if others else _goal(h)
+        rows.append(f"| {label} | {' | '.join(values)} | {goal} | {table_cell(h.baseline or '—')} |")
     source = "their frozen runs, the first one's below" if others else "the frozen run below"
     return "## Results\n\n" + "\n".join(rows) + f"\n\n{when}; every figure comes from {source}.*"
 
