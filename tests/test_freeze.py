@@ -324,7 +324,7 @@ def test_execute_without_a_gpu_refuses_before_running_and_writes_nothing(tmp_pat
         raise AssertionError("the notebook ran")
 
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-    monkeypatch.setattr(execute, "environment", lambda root: {"device": None, "gpus": []})
+    monkeypatch.setattr(execute, "environment", lambda root: {"device": None, "gpus": [], "torch": "2.13.0"})
     monkeypatch.setattr(execute, "execute_notebook", never)
     result = CliRunner().invoke(main, ["execute", "-f", str(root / "mkdocs.yml")])
     assert result.exit_code == 1, result.output

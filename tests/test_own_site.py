@@ -489,8 +489,12 @@ def test_a_notebook_declares_its_compute_capability_and_memory_and_is_refused_up
     blackwell = {**h100, "compute_capability": "10.0"}  # compared as numbers, not as text
     monkeypatch.setattr(execute, "environment", lambda root: blackwell)
     assert execute._cannot_run_here(notebook, tmp_path) is None
-    monkeypatch.setattr(execute, "environment", lambda root: {"device": None, "gpus": []})
+    monkeypatch.setattr(execute, "environment", lambda root: {"device": None, "gpus": [], "torch": "2.13.0"})
     assert execute._cannot_run_here(notebook, tmp_path) == execute.NO_GPU_REFUSAL
+    # the base install, without the notebooks extra: the step that comes first is installing it
+    monkeypatch.setattr(execute, "environment", lambda root: {"device": None, "gpus": [], "torch": None})
+    assert execute._cannot_run_here(notebook, tmp_path) == execute.NO_TORCH_REFUSAL
+    assert 'pip install "worklog-gen[notebooks]"' in execute.NO_TORCH_REFUSAL
     monkeypatch.setenv("TRITON_INTERPRET", "1")  # the interpreter runs it on the CPU whatever it declares
     assert execute._cannot_run_here(notebook, tmp_path) is None
 

@@ -397,6 +397,11 @@ NO_GPU_REFUSAL = ("needs a CUDA GPU and this machine has none (torch sees no CUD
                   "`TRITON_INTERPRET=1 worklog-gen execute`")
 """Why a notebook is not run on a machine without a GPU, outside the interpreter."""
 
+NO_TORCH_REFUSAL = ("needs torch and triton, which the Python that runs it lacks, so it was not run: install the "
+                    "notebook packages with `pip install \"worklog-gen[notebooks]\"`; on a machine without a CUDA "
+                    "GPU, then run `TRITON_INTERPRET=1 worklog-gen execute` for a correctness run on the CPU")
+"""Why a notebook is not run where torch cannot be imported (the base install, without the extra)."""
+
 
 def _gib(value: float) -> str:
     return f"{value:g} GiB"
@@ -420,7 +425,7 @@ def _cannot_run_here(path: Path, root: Path) -> str | None:
     info = environment(str(root))
     have = len(info.get("gpus") or [])
     if have == 0:
-        return NO_GPU_REFUSAL
+        return NO_TORCH_REFUSAL if info and info.get("torch") is None else NO_GPU_REFUSAL
     reasons = []
     if have < needed:
         reasons.append(f"needs {needed} GPUs (its metadata worklog_gen: gpus: {needed}), this machine has {have}")
