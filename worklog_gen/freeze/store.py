@@ -180,13 +180,14 @@ def machine_entries(store_dir: str | Path, notebook: str | Path) -> list[Machine
             by_slug[slug or ""] = entry
         if entry.failure is None:
             entry.failure, entry.failure_file = legacy, legacy_path
-    return sorted(by_slug.values(), key=lambda e: (e.record is None, _newest_first(e)))
+    newest_first = sorted(by_slug.values(), key=_stamp, reverse=True)
+    return sorted(newest_first, key=lambda e: e.record is None)  # stable: machines with a record first
 
 
-def _newest_first(entry: MachineEntry) -> str:
+def _stamp(entry: MachineEntry) -> str:
+    """When the entry's record ran, else when its failure happened: ISO 8601 UTC, which sorts as text."""
     stamp = entry.record.executed_at if entry.record else (entry.failure.failed_at if entry.failure else "")
-    # ISO 8601 stamps sort as text; inverting each character sorts the newest first
-    return "".join(chr(0x10FFFF - ord(ch)) for ch in stamp or "")
+    return stamp or ""
 
 
 def load_record(store_dir: str | Path, notebook: str | Path, machine: str | None = None) -> FreezeRecord | None:
