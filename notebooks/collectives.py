@@ -19,21 +19,19 @@
 # %% [markdown]
 # # Collectives across GPUs
 #
-# Every topic so far ran on one GPU. Training a model on several means moving bytes between
-# them: summing gradients (all-reduce), handing each GPU its piece (scatter, reduce-scatter),
-# collecting the pieces (all-gather). These *collectives* are what NCCL implements and what
-# `torch.distributed` calls. This notebook measures them on two GPUs joined by NVLink, writes
-# an all-reduce by hand twice (a ring of sends and receives, then Triton kernels that load and
-# store the other GPU's memory directly), and uses them to train a model data-parallel the
-# four ways llm.c and ZeRO describe.
+# Every topic so far ran on one GPU. Training on several means moving bytes between them: summing
+# gradients (all-reduce), handing out pieces (reduce-scatter), collecting them (all-gather). NCCL
+# implements these *collectives*; `torch.distributed` calls them. This notebook measures them on
+# two and four GPUs joined by NVLink, writes an all-reduce by hand (a ring of sends and receives,
+# then Triton kernels that read a peer GPU's memory), and trains a model data-parallel the four
+# ways llm.c and ZeRO describe.
 #
 # You will learn:
 #
-# - the α–β model of a message, and what it predicts for a ring and a tree all-reduce;
+# - the α–β model of a message, what it predicts for a ring and a tree, and whether one fit holds on 2 ranks and on 4;
 # - nccl-tests' algorithm and bus bandwidth, and how close NCCL comes to NVLink's 450 GB/s;
 # - how a ring all-reduce works, step by step, from `send` and `recv`;
-# - how a kernel reads and writes a peer GPU's memory through symmetric memory, and how
-#   two GPUs' blocks meet at a barrier made of flags;
+# - how a kernel reads and writes a peer GPU's memory, and how the GPUs' blocks meet at a barrier of flags;
 # - what overlapping the gradient all-reduce with backward buys, and what ZeRO-1 saves;
 # - what the fitted model predicts for 8, 64 and 1,024 GPUs, and what it leaves out.
 
