@@ -335,7 +335,7 @@ def test_execute_without_a_gpu_refuses_before_running_and_writes_nothing(tmp_pat
     assert snapshot(store) == {}  # no failure record: the next strict build still passes
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-    assert execute._too_few_gpus(root / "notebooks" / "vector_add.py", root) is None
+    assert execute._cannot_run_here(root / "notebooks" / "vector_add.py", root) is None
 
 
 @pytest.mark.parametrize("missing", ["kernel", "nbclient"])

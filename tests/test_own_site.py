@@ -442,7 +442,7 @@ def test_a_notebook_declares_its_gpus_and_the_hash_covers_its_worker_module(tmp_
     assert source_hash(notebook, tmp_path).hexdigest != before.hexdigest
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     monkeypatch.setattr(execute, "environment", lambda root: {"device": "NVIDIA H100", "gpus": ["NVIDIA H100"]})
-    assert execute._too_few_gpus(notebook, tmp_path) == ("needs 2 GPUs (its metadata worklog_gen: gpus: 2), "
+    assert execute._cannot_run_here(notebook, tmp_path) == ("needs 2 GPUs (its metadata worklog_gen: gpus: 2), "
                                                         "this machine has 1")
     # it starts a rank on every GPU it sees: on 4 its record is a machine of 4, not of the 2 it needs
     four = {"device": "NVIDIA H100", "gpus": ["NVIDIA H100"] * 4}

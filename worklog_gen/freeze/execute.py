@@ -448,9 +448,6 @@ def _cannot_run_here(path: Path, root: Path) -> str | None:
     return "; ".join(reasons) or None
 
 
-_too_few_gpus = _cannot_run_here  # its first name, when the only requirement was the GPU count
-
-
 NOTEBOOK_PACKAGES = ("nbclient", "ipykernel", "jupyter_client")
 """What runs a notebook that the base install lacks: ``pip install "worklog-gen[notebooks]"``
 brings nbclient (with jupyter_client) and ipykernel (pyproject's ``notebooks`` extra)."""
