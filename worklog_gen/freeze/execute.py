@@ -40,7 +40,6 @@ from worklog_gen.freeze.source_hash import SourceHash, read_notebook, source_has
 from worklog_gen.freeze.store import (
     cell_lines,
     failure_path,
-    machine_dir,
     notebook_state,
     relative_path,
     store_path,
