@@ -22,7 +22,6 @@ from worklog_gen.freeze.render import (
     headline_table,
     machine_labels,
     ratio_text,
-    short_machine,
     table_cell,
 )
 from worklog_gen.paths import inside
