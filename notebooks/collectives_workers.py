@@ -13,7 +13,8 @@ The pieces:
 * an all-reduce by hand: a ring of ``send``/``recv`` (:func:`ring_all_reduce`), and Triton kernels
   that load and store the peers' memory over NVLink through torch's symmetric memory
   (:func:`one_shot_kernel`, :func:`two_shot_kernel`, with the cross-GPU barrier :func:`block_barrier`);
-* data-parallel training four ways, after llm.c (:func:`task_dp`).
+* data-parallel training, after llm.c, with the gradients' all-reduce after backward, overlapped
+  with it three ways, by DDP and by ZeRO-1, each step traced by torch's profiler (:func:`task_dp`).
 
 Run ``python notebooks/collectives_workers.py --smoke`` on a machine with several GPUs: each GPU
 piece runs briefly in its own launch (with a timeout, so a hang stops only that part), and each
@@ -27,6 +28,7 @@ NVIDIA's H100 datasheet (https://www.nvidia.com/en-us/data-center/h100/) and H20
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -272,18 +274,42 @@ def check_collectives(rank: int, world: int, numel: int = 1000) -> list[dict]:
     return rows
 
 
-def reduce_scatter(x: torch.Tensor) -> torch.Tensor:
-    """This rank's 1/world chunk of the sum over ranks of ``x`` (1-D, length divisible by the
-    world size). ``reduce_scatter_tensor`` on NCCL; gloo lacks it, so there an all-reduce and a
-    slice (same result, world times the traffic)."""
+def reduce_scatter(x: torch.Tensor, op=dist.ReduceOp.SUM) -> torch.Tensor:
+    """This rank's 1/world chunk of the reduction (``op``) over ranks of ``x`` (1-D, length
+    divisible by the world size). ``reduce_scatter_tensor`` on NCCL; gloo lacks it, so there an
+    all-reduce and a slice (same result, world times the traffic)."""
     world, rank = dist.get_world_size(), dist.get_rank()
     chunk = x.numel() // world
     if dist.get_backend() == "nccl":
         out = torch.empty(chunk, dtype=x.dtype, device=x.device)
-        dist.reduce_scatter_tensor(out, x)
+        dist.reduce_scatter_tensor(out, x, op=op)
         return out
-    dist.all_reduce(x)
+    dist.all_reduce(x, op=op)
     return x[rank * chunk:(rank + 1) * chunk].clone()
+
+
+def mean_op() -> tuple:
+    """The reduction that averages gradients over ranks, and whether a division must follow:
+    NCCL's ``AVG`` (NCCL 2.10 and later) divides inside the all-reduce, so no second pass over the
+    gradients; gloo has no ``AVG``, so there ``SUM`` and a division after."""
+    if dist.get_backend() == "nccl":
+        return dist.ReduceOp.AVG, False
+    return dist.ReduceOp.SUM, True
+
+
+def grad_group(high_priority: bool = False, max_ctas: int | None = None):
+    """A process group for the gradients' all-reduce, every rank in it, with NCCL's options: its
+    stream at high priority (``is_high_priority_stream``: the GPU's block scheduler serves it
+    before the backward's kernels when an SM frees up) and at most ``max_ctas`` thread blocks per
+    collective (NCCL's ``maxCTAs`` config: fewer SMs taken from the backward's matmuls). ``None``
+    (the default group) when neither is asked for or the backend is not NCCL (gloo on the CPU: the
+    same algorithm, without the options). Every rank must call it (``new_group`` is collective)."""
+    if not (high_priority or max_ctas) or dist.get_backend() != "nccl":
+        return None
+    opts = dist.ProcessGroupNCCL.Options(is_high_priority_stream=high_priority)
+    if max_ctas:
+        opts.config.max_ctas = max_ctas
+    return dist.new_group(backend="nccl", pg_options=opts)
 
 
 def task_check(rank: int, world: int) -> dict:
@@ -546,7 +572,7 @@ def task_allreduce(rank: int, world: int, sizes: tuple[int, ...] = (2**18, 2**27
     dev = device()
     sms = torch.cuda.get_device_properties(dev).multi_processor_count
     one_shot_sum, two_shot_sum = symm_op("one_shot_all_reduce"), symm_op("two_shot_all_reduce_")
-    checks, times, pairs, notes = [], [], {}, []
+    checks, times, pairs, notes, launches = [], [], {}, [], {}
     # --- correctness: random inputs (never zeros), outputs poisoned first ---
     n = check_numel // world * world
     g = torch.Generator().manual_seed(2)
@@ -609,10 +635,11 @@ def task_allreduce(rank: int, world: int, sizes: tuple[int, ...] = (2**18, 2**27
         x = sb.buf.clone()
         out = torch.empty_like(x)
         blocks = _pick_blocks(sb, n, dtype, rank, sms, out)
+        launches[str(nbytes)] = blocks
         impls = {
             "NCCL eager": (lambda: dist.all_reduce(x), 1),
-            "Triton one-shot": (lambda: one_shot(sb.buf_ptrs, sb.pad_ptrs, out, rank, blocks=blocks["one"]), 1),
-            "Triton two-shot": (lambda: two_shot(sb.buf_ptrs, sb.pad_ptrs, n, dtype, rank, blocks=blocks["two"]), 1),
+            "Triton one-shot": (lambda: one_shot(sb.buf_ptrs, sb.pad_ptrs, out, rank, **blocks["one"]), 1),
+            "Triton two-shot": (lambda: two_shot(sb.buf_ptrs, sb.pad_ptrs, n, dtype, rank, **blocks["two"]), 1),
         }
         graph_of = {"NCCL graph": impls["NCCL eager"][0], "Triton one-shot graph": impls["Triton one-shot"][0],
                     "Triton two-shot graph": impls["Triton two-shot"][0]}
@@ -642,7 +669,7 @@ def task_allreduce(rank: int, world: int, sizes: tuple[int, ...] = (2**18, 2**27
         del impls, graph_of, sb, theirs
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
-    return {"checks": checks, "times": times, "pairs": pairs, "notes": notes, "world": world,
+    return {"checks": checks, "times": times, "pairs": pairs, "notes": notes, "launches": launches, "world": world,
             "device": torch.cuda.get_device_name()}
 
 
@@ -652,26 +679,31 @@ def _pair_dict(r) -> dict:
 
 
 def _pick_blocks(sb: SymmBuffer, n: int, dtype, rank: int, sms: int, out) -> dict:
-    """The grid size of each kernel, the fastest of a few by rank 0's eager timing, broadcast so
-    every rank launches the same grid (the barrier pairs block pid with block pid)."""
+    """The launch of each kernel, the fastest of a few by rank 0's eager timing, broadcast so every
+    rank launches the same (the barrier pairs block pid with block pid): for the one-shot kernel
+    its grid, for the two-shot its grid, elements per iteration and warps. Returns
+    ``{"one": {"blocks": …}, "two": {"blocks": …, "block": …, "num_warps": …}}``."""
+    grids = sorted({min(b, sb.max_blocks) for b in (sms // 2, sms, 2 * sms, 4 * sms)})
+    tries = {"one": [{"blocks": g} for g in grids],
+             "two": [{"blocks": g, "block": blk, "num_warps": w} for g in grids for blk in (2048, 4096) for w in (8, 16)]}
     picked = {}
-    for kind in ("one", "two"):
+    for kind, configs in tries.items():
         best = None
-        for blocks in sorted({min(b, sb.max_blocks) for b in (sms // 2, sms, 2 * sms, 4 * sms)}):
+        for i, cfg in enumerate(configs):
             if kind == "one":
-                fn = lambda b=blocks: one_shot(sb.buf_ptrs, sb.pad_ptrs, out, rank, blocks=b)
+                fn = lambda c=cfg: one_shot(sb.buf_ptrs, sb.pad_ptrs, out, rank, **c)
             else:
-                fn = lambda b=blocks: two_shot(sb.buf_ptrs, sb.pad_ptrs, n, dtype, rank, blocks=b)
+                fn = lambda c=cfg: two_shot(sb.buf_ptrs, sb.pad_ptrs, n, dtype, rank, **c)
             ms = time_ms(fn, reps=5, rounds=3)
             if best is None or ms < best[0]:
-                best = (ms, blocks)
+                best = (ms, i)
         choice = torch.tensor([best[1]], device=device())
         dist.broadcast(choice, src=0)
-        picked[kind] = int(choice.item())
+        picked[kind] = configs[int(choice.item())]
     return picked
 
 
-# --- data-parallel training, four ways -----------------------------------------------------------
+# --- data-parallel training ----------------------------------------------------------------------
 
 
 class MLP(torch.nn.Module):
@@ -735,22 +767,40 @@ def adamw_(p: torch.Tensor, g: torch.Tensor, m: torch.Tensor, v: torch.Tensor, s
     p.addcdiv_(m, denom, value=-LR / (1 - b1**step))
 
 
+OVERLAP_VARIANTS = {
+    "buckets": {},
+    "buckets, high priority": {"high_priority": True},
+    "buckets, high priority, 16 CTAs": {"high_priority": True, "max_ctas": 16},
+}
+"""The all-reduce in buckets overlapped with backward, three ways: on the default group, on a
+group whose NCCL stream has high priority, and on one that also caps NCCL at 16 thread blocks
+(:func:`grad_group`'s options)."""
+DP_VARIANTS = ("allreduce", *OVERLAP_VARIANTS, "ddp", "zero1")
+PHASES = ("forward", "backward", "comm", "optimizer")
+"""A step's phases, each timed on the compute stream: ``forward`` (zeroing the gradients, the
+forward and the loss), ``backward``, ``comm`` (the gradient reduction, or what is left of it
+after backward when it overlaps), ``optimizer`` (AdamW, and ZeRO-1's all-gather)."""
+
+
 def train(variant: str, rank: int, world: int, *, width: int, depth: int, local_batch: int, steps: int,
-          timed_from: int, bucket_mb: float, autocast: bool) -> dict:
+          timed_from: int, bucket_mb: float, autocast: bool, trace: bool = False) -> dict:
     """Train a fresh :class:`MLP` (seed 0) for ``steps`` steps, one of the variants:
 
     * ``single``: this rank alone, a batch of ``local_batch`` rows (the others wait);
     * ``allreduce``: each rank its ``local_batch`` rows; after backward one all-reduce of the
-      flat gradients, divided by the world size;
-    * ``buckets``: the all-reduce in buckets of ``bucket_mb`` MB, each started (async) from a
-      ``register_post_accumulate_grad_hook`` as soon as backward has finished its gradients;
+      flat gradients that averages them (:func:`mean_op`);
+    * the :data:`OVERLAP_VARIANTS`: the all-reduce in buckets of ``bucket_mb`` MB, each started
+      (async) from a ``register_post_accumulate_grad_hook`` as soon as backward has finished its
+      gradients, on the group :func:`grad_group` gives for the variant's options;
     * ``ddp``: ``torch.nn.parallel.DistributedDataParallel`` (its own buckets and overlap);
     * ``zero1``: the flat gradients reduce-scattered, each rank steps AdamW on its shard (moments
       for the shard only), then the parameters all-gathered.
 
-    Returns the step times (ms, steps from ``timed_from`` on; CUDA events, or wall time on the
-    CPU), peak memory (bytes, CUDA), optimizer-state bytes, and the final parameters' flat copy
-    (float32, CPU, in ``model.parameters()`` order) on rank 0."""
+    Returns the median step time and the median of each of :data:`PHASES` (ms, steps from
+    ``timed_from`` on; CUDA events, or wall time on the CPU), peak memory (bytes, CUDA),
+    optimizer-state bytes, the final parameters' flat copy (float32, CPU, in
+    ``model.parameters()`` order) on rank 0, and with ``trace`` (CUDA only) the GPU activity of
+    one more step under torch's profiler (:func:`gpu_intervals`), not counted in the times."""
     dev = device()
     torch.manual_seed(0)
     model = MLP(width, depth).to(dev)
@@ -761,20 +811,22 @@ def train(variant: str, rank: int, world: int, *, width: int, depth: int, local_
     if torch.cuda.is_available():
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
-    opt, state_bytes, handles = None, 0, []
+    opt, state_bytes, handles, group = None, 0, [], None
     flat_p = flat_g = None
+    op, divide = mean_op()
     if variant == "ddp":
         model = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=bucket_mb, gradient_as_bucket_view=True)
-    if variant in ("single", "allreduce", "buckets", "zero1"):
+    if variant != "ddp":
         flat_p, flat_g, spans = flat_layout(model, world, dev)
-    if variant in ("single", "allreduce", "buckets", "ddp"):
+    if variant != "zero1":
         opt = torch.optim.AdamW(params, lr=LR, betas=BETAS, eps=EPS, weight_decay=WD)
     if variant == "zero1":
         shard = flat_p.numel() // world
         lo, hi = rank * shard, (rank + 1) * shard
         m, v = torch.zeros(shard, device=dev), torch.zeros(shard, device=dev)
         state_bytes = m.nbytes + v.nbytes
-    if variant == "buckets":  # contiguous spans of the flat gradient, in the order backward finishes them
+    if variant in OVERLAP_VARIANTS:  # contiguous spans of the flat gradient, in the order backward finishes them
+        group = grad_group(**OVERLAP_VARIANTS[variant])
         limit = int(bucket_mb * 2**20 / 4)
         buckets, start = [], 0
         for i, (p, a, b) in enumerate(spans):
@@ -790,49 +842,70 @@ def train(variant: str, rank: int, world: int, *, width: int, depth: int, local_
             k = bucket_of[p]
             buckets[k][2] += 1
             if buckets[k][2] == sizes[k]:
-                handles.append(dist.all_reduce(flat_g[buckets[k][0]:buckets[k][1]], async_op=True))
+                handles.append(dist.all_reduce(flat_g[buckets[k][0]:buckets[k][1]], op=op, group=group, async_op=True))
 
         for p in params:
             p.register_post_accumulate_grad_hook(hook)
-    times, grad_norm = [], None
-    for step in range(1, steps + 1):
-        if not active:
-            break
+
+    def step_once(step: int) -> list:
+        """One training step; the stamps between its :data:`PHASES`."""
+        nonlocal grad_norm
         x, y = batch(step, rows, global_batch, width, dev)
-        t0 = _stamp()
+        marks = [_stamp()]
         if flat_g is not None:
             flat_g.zero_()
         else:
             opt.zero_grad(set_to_none=False)
         with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=autocast):
             loss = torch.nn.functional.mse_loss(model(x), y)
+        marks.append(_stamp())
         loss.backward()
+        marks.append(_stamp())
         if variant == "allreduce":
-            dist.all_reduce(flat_g)
-            flat_g.div_(world)
-        elif variant == "buckets":
+            dist.all_reduce(flat_g, op=op)
+        elif variant in OVERLAP_VARIANTS:
             for h in handles:
                 h.wait()
             handles.clear()
             for bk in buckets:
                 bk[2] = 0
+        if divide and variant in ("allreduce", *OVERLAP_VARIANTS):
             flat_g.div_(world)
         if variant == "zero1":
-            g_shard = reduce_scatter(flat_g).div_(world)
+            g_shard = reduce_scatter(flat_g, op)
+            if divide:
+                g_shard.div_(world)
+            marks.append(_stamp())
             if step == 1:
                 grad_norm = _global_norm(g_shard)
             adamw_(flat_p[lo:hi], g_shard, m, v, step)
             dist.all_gather_into_tensor(flat_p, flat_p[lo:hi].clone())
         else:
+            marks.append(_stamp())
             if step == 1:  # Adam hides a gradient's scale (a sum for a mean): the check compares it
                 grad_norm = float(torch.cat([p.grad.reshape(-1) for p in params]).norm())
             opt.step()
-        times.append(_elapsed_ms(t0))
+        marks.append(_stamp())
+        return marks
+
+    phases, grad_norm, timeline = [], None, None
+    for step in range(1, steps + 1):
+        if not active:
+            break
+        phases.append(_phases_ms(step_once(step)))
+    if trace and active and torch.cuda.is_available():
+        timeline = traced(lambda: step_once(steps + 1))
     if opt is not None:
         state_bytes = sum(t.nbytes for s in opt.state.values() for t in s.values() if torch.is_tensor(t))
-    result = {"variant": variant, "grad_norm": grad_norm, "ms": statistics.median(times[timed_from:]) if len(times) > timed_from else None,
+    timed = phases[timed_from:]
+    result = {"variant": variant, "grad_norm": grad_norm,
+              "ms": statistics.median(sum(p) for p in timed) if timed else None,
+              **{f"{name}_ms": statistics.median(p[i] for p in timed) if timed else None
+                 for i, name in enumerate(PHASES)},
               "optimizer_state_bytes": state_bytes,
               "peak_bytes": torch.cuda.max_memory_allocated() if torch.cuda.is_available() else None}
+    if timeline is not None:
+        result["timeline"] = timeline
     final = torch.cat([p.detach().reshape(-1).float().cpu() for p in params]) if active else None
     if variant != "single":  # every rank must hold the same parameters: compare with rank 0's
         ref = torch.cat([p.detach().reshape(-1) for p in params]).clone()
@@ -841,7 +914,96 @@ def train(variant: str, rank: int, world: int, *, width: int, depth: int, local_
         dist.all_reduce(diff, op=dist.ReduceOp.MAX)
         result["rank_spread"] = float(diff.item())
     dist.barrier()
+    if group is not None:
+        dist.destroy_process_group(group)
     return result | {"final": final}
+
+
+def traced(fn) -> list[dict]:
+    """Run ``fn()`` once under ``torch.profiler`` (CUDA activity only) and return the GPU's
+    kernels, memsets and copies in it (:func:`gpu_intervals`)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "trace.json"
+        prof.export_chrome_trace(str(path))
+        return gpu_intervals(json.loads(path.read_text()))
+
+
+GPU_CATEGORIES = {"kernel", "gpu_memset", "gpu_memcpy"}
+"""The Chrome-trace categories of GPU work in a torch profiler trace (Kineto's names)."""
+
+
+def kernel_kind(name: str) -> str:
+    """What a GPU kernel does, from its name: ``NCCL`` (``ncclDevKernel_…``, ``ncclKernel_…``),
+    ``matmul`` (cuBLAS and CUTLASS: ``gemm``, ``nvjet``, ``xmma``, ``cutlass``), ``optimizer``
+    (the foreach kernels of ``torch.optim``: ``multi_tensor_apply``) or ``other`` (elementwise,
+    reductions, copies)."""
+    low = name.lower()
+    if low.startswith("nccl"):
+        return "NCCL"
+    if any(k in low for k in ("gemm", "nvjet", "xmma", "cutlass")):
+        return "matmul"
+    if "multi_tensor_apply" in low:
+        return "optimizer"
+    return "other"
+
+
+def gpu_intervals(trace: dict) -> list[dict]:
+    """The GPU work of a Chrome trace (``torch.profiler``'s export): one row per kernel, memset or
+    copy, with its kind (:func:`kernel_kind`), CUDA stream, and start and end in µs from the
+    first one's start, in start order. Raises ``ValueError`` if the trace holds no GPU work."""
+    events = [e for e in trace.get("traceEvents", []) if e.get("ph") == "X" and e.get("cat") in GPU_CATEGORIES]
+    if not events:
+        raise ValueError("the profiler trace holds no GPU kernels (is CUPTI available?)")
+    t0 = min(e["ts"] for e in events)
+    rows = [{"name": e["name"][:80], "kind": kernel_kind(e["name"]), "stream": int(e.get("args", {}).get("stream", -1)),
+             "start_us": e["ts"] - t0, "end_us": e["ts"] - t0 + e["dur"]} for e in events]
+    return sorted(rows, key=lambda r: r["start_us"])
+
+
+def _union(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Merge (start, end) spans into disjoint ones, in order."""
+    merged: list[list[float]] = []
+    for a, b in sorted(spans):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return [(a, b) for a, b in merged]
+
+
+def _length(spans) -> float:
+    return sum(b - a for a, b in spans)
+
+
+def overlap_summary(rows: list[dict]) -> dict:
+    """What one traced step's GPU did, µs: ``step`` (first start to last end), ``compute`` (time
+    some non-NCCL work runs), ``nccl`` (time some NCCL kernel runs), ``overlapped`` (both at
+    once), ``exposed`` (NCCL alone: what overlap failed to hide), ``idle`` (neither), and
+    ``busy`` per kind (:func:`kernel_kind`, each kind's spans merged)."""
+    if not rows:
+        raise ValueError("no GPU work to summarise")
+    compute = _union([(r["start_us"], r["end_us"]) for r in rows if r["kind"] != "NCCL"])
+    nccl = _union([(r["start_us"], r["end_us"]) for r in rows if r["kind"] == "NCCL"])
+    both, i, j = 0.0, 0, 0
+    while i < len(compute) and j < len(nccl):  # the two unions' intersection, by a merge
+        lo, hi = max(compute[i][0], nccl[j][0]), min(compute[i][1], nccl[j][1])
+        both += max(0.0, hi - lo)
+        if compute[i][1] < nccl[j][1]:
+            i += 1
+        else:
+            j += 1
+    step = max(r["end_us"] for r in rows) - min(r["start_us"] for r in rows)
+    busy = {k: _length(_union([(r["start_us"], r["end_us"]) for r in rows if r["kind"] == k]))
+            for k in sorted({r["kind"] for r in rows})}
+    any_work = _length(_union(compute + nccl))
+    return {"step": step, "compute": _length(compute), "nccl": _length(nccl), "overlapped": both,
+            "exposed": _length(nccl) - both, "idle": step - any_work, "busy": busy}
 
 
 def _global_norm(shard: torch.Tensor) -> float:
@@ -859,27 +1021,24 @@ def _stamp():
     return time.perf_counter()
 
 
-def _elapsed_ms(t0) -> float:
+def _phases_ms(marks: list) -> tuple[float, ...]:
+    """The ms between consecutive stamps of :func:`_stamp` (waits for the last one)."""
     if torch.cuda.is_available():
-        ev = torch.cuda.Event(enable_timing=True)
-        ev.record()
-        ev.synchronize()
-        return t0.elapsed_time(ev)
-    return (time.perf_counter() - t0) * 1e3
-
-
-DP_VARIANTS = ("allreduce", "buckets", "ddp", "zero1")
+        marks[-1].synchronize()
+        return tuple(a.elapsed_time(b) for a, b in itertools.pairwise(marks))
+    return tuple((b - a) * 1e3 for a, b in itertools.pairwise(marks))
 
 
 def task_dp(rank: int, world: int, width: int = 4096, depth: int = 8, local_batch: int = 2048,
-            check: dict | None = None, steps: int = 15, timed_from: int = 5, bucket_mb: float = 25.0,
+            check: dict | None = None, steps: int = 25, timed_from: int = 5, bucket_mb: float = 25.0,
             timing: bool = True) -> dict:
-    """Data parallelism four ways (:func:`train`): first the check, every variant against one
-    process on the whole global batch, in float32 without autocast at ``check``'s (smaller)
-    sizes, 3 steps: the parameters after them, and the first step's gradient norm (Adam's update
-    does not change if every gradient is scaled, so a sum where a mean is due would pass the
-    parameters' check alone); then (``timing``) the step times, bf16 autocast, ``local_batch`` rows per
-    rank, the one-GPU baseline on the same rows per GPU (for weak-scaling efficiency).
+    """Data parallelism, every one of :data:`DP_VARIANTS` (:func:`train`): first the check, every
+    variant against one process on the whole global batch, in float32 without autocast at
+    ``check``'s (smaller) sizes, 3 steps: the parameters after them, and the first step's gradient
+    norm (Adam's update does not change if every gradient is scaled, so a sum where a mean is due
+    would pass the parameters' check alone); then (``timing``) the step times and their phases,
+    bf16 autocast, ``local_batch`` rows per rank, the one-GPU baseline on the same rows per GPU
+    (for weak-scaling efficiency), and on CUDA one traced step of each (:func:`traced`).
     Returns, on rank 0, the check rows (max |Δ| against one process) and the timing rows."""
     check = check or {"width": 256, "depth": 4, "local_batch": 32}
     kw = dict(width=check["width"], depth=check["depth"], steps=3, timed_from=0, bucket_mb=0.05, autocast=False)
@@ -896,7 +1055,7 @@ def task_dp(rank: int, world: int, width: int = 4096, depth: int = 8, local_batc
         for variant in ("single",) + DP_VARIANTS:
             kw = dict(width=width, depth=depth, local_batch=local_batch, steps=steps, timed_from=timed_from,
                       bucket_mb=bucket_mb, autocast=torch.cuda.is_available())
-            r = train(variant, rank, world, **kw)
+            r = train(variant, rank, world, trace=torch.cuda.is_available(), **kw)
             r.pop("final")
             rows.append(r)
             torch.cuda.empty_cache()

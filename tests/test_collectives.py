@@ -2,9 +2,12 @@
 
 * Over gloo, in 2 and 3 processes started by ``torch.multiprocessing.spawn``: every collective
   the notebook times, and the send/recv ring all-reduce, against float64 sums of the same
-  random inputs (the ring also at fewer elements than ranks); the four data-parallel variants
-  (one all-reduce, hooked buckets, DDP, ZeRO-1 with its hand-written AdamW on a shard) against
-  one process training on the whole global batch, and every rank holding the same parameters.
+  random inputs (the ring also at fewer elements than ranks); every data-parallel variant
+  (one all-reduce, hooked buckets on each group, DDP, ZeRO-1 with its hand-written AdamW on a
+  shard) against one process training on the whole global batch, and every rank holding the
+  same parameters.
+* The arithmetic of a profiler trace: which kernels are NCCL's, matmuls or the optimizer's, and
+  how long NCCL ran beside compute and alone, on a hand-made trace.
 * Under ``TRITON_INTERPRET=1``, in a child process (Triton decides at ``@triton.jit`` time whether
   a kernel interprets, and other tests import Triton without the interpreter): the one-shot and
   two-shot all-reduce kernels, with the "peers" several CPU tensors whose ``data_ptr()`` fill the
@@ -170,3 +173,41 @@ def test_the_kernels_compile_for_sm90_with_system_scope_flags_and_16_byte_access
         assert found["atomics"] == ["atom.global.acquire.sys.cas.b32", "atom.global.release.sys.cas.b32"], name
         # the data: 16-byte loads and stores only (the pointer table is read with 8-byte loads)
         assert set(found["memory"]) == {"ld.global.b64", "ld.global.v4.b32", "st.global.v4.b32"}, (name, found)
+
+
+def test_kernel_kinds_from_names():
+    assert cw.kernel_kind("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)") == "NCCL"
+    assert cw.kernel_kind("nvjet_tst_192x192_64x4_2x1_v_bz_coopB_TNT") == "matmul"
+    assert cw.kernel_kind("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64") == "matmul"
+    assert cw.kernel_kind("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<...>") == "optimizer"
+    assert cw.kernel_kind("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>") == "other"
+
+
+def _trace(events):
+    """A Chrome trace as torch.profiler exports it: (category, name, ts µs, dur µs, stream)."""
+    return {"traceEvents": [{"ph": "X", "cat": c, "name": n, "ts": 1000.0 + ts, "dur": dur, "args": {"stream": st}}
+                            for c, n, ts, dur, st in events]
+            + [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 0.0, "dur": 5000.0}]}  # host work: not GPU time
+
+
+def test_overlap_of_nccl_with_compute_in_a_trace():
+    rows = cw.gpu_intervals(_trace([
+        ("kernel", "nvjet_gemm_a", 0, 40, 7),
+        ("kernel", "ncclDevKernel_AllReduce", 30, 50, 20),  # 10 beside the first matmul ...
+        ("kernel", "elementwise", 40, 10, 7),               # ... 10 beside this, then 30 alone
+        ("gpu_memset", "Memset (Device)", 90, 5, 7),        # after a 10 µs gap with nothing running
+        ("kernel", "ncclDevKernel_AllReduce", 92, 8, 20),   # 3 beside the memset, 5 alone
+    ]))
+    assert [r["start_us"] for r in rows] == [0, 30, 40, 90, 92]  # from the first GPU work, in order
+    assert rows[1]["kind"] == "NCCL" and rows[1]["stream"] == 20
+    o = cw.overlap_summary(rows)
+    assert o["step"] == 100
+    assert o["compute"] == 55 and o["nccl"] == 58
+    assert o["overlapped"] == 23 and o["exposed"] == 35
+    assert o["idle"] == 100 - 55 - 35 == 10  # the gap from 80 to 90
+    assert o["busy"] == {"NCCL": 58, "matmul": 40, "other": 15}
+
+
+def test_a_trace_without_gpu_work_is_an_error():
+    with pytest.raises(ValueError, match="no GPU kernels"):
+        cw.gpu_intervals(_trace([]))
