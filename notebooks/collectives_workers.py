@@ -1038,7 +1038,8 @@ def task_dp(rank: int, world: int, width: int = 4096, depth: int = 8, local_batc
     norm (Adam's update does not change if every gradient is scaled, so a sum where a mean is due
     would pass the parameters' check alone); then (``timing``) the step times and their phases,
     bf16 autocast, ``local_batch`` rows per rank, the one-GPU baseline on the same rows per GPU
-    (for weak-scaling efficiency), and on CUDA one traced step of each (:func:`traced`).
+    (for weak-scaling efficiency); then, on CUDA and after every timing, one traced step of each
+    (:func:`traced`), after 3 untimed ones.
     Returns, on rank 0, the check rows (max |Δ| against one process) and the timing rows."""
     check = check or {"width": 256, "depth": 4, "local_batch": 32}
     kw = dict(width=check["width"], depth=check["depth"], steps=3, timed_from=0, bucket_mb=0.05, autocast=False)
@@ -1052,12 +1053,19 @@ def task_dp(rank: int, world: int, width: int = 4096, depth: int = 8, local_batc
                                "rank_spread": r["rank_spread"]})
     rows = []
     if timing:
+        kw = dict(width=width, depth=depth, local_batch=local_batch, bucket_mb=bucket_mb,
+                  autocast=torch.cuda.is_available())
         for variant in ("single",) + DP_VARIANTS:
-            kw = dict(width=width, depth=depth, local_batch=local_batch, steps=steps, timed_from=timed_from,
-                      bucket_mb=bucket_mb, autocast=torch.cuda.is_available())
-            r = train(variant, rank, world, trace=torch.cuda.is_available(), **kw)
+            r = train(variant, rank, world, steps=steps, timed_from=timed_from, **kw)
             r.pop("final")
             rows.append(r)
+            torch.cuda.empty_cache()
+        # traced only once every variant is timed: the profiler leaves CUPTI attached to the
+        # process, and the steps after it launch their kernels more slowly
+        for r in rows if torch.cuda.is_available() else []:
+            traced_run = train(r["variant"], rank, world, steps=3, timed_from=0, trace=True, **kw)
+            if "timeline" in traced_run:
+                r["timeline"] = traced_run["timeline"]
             torch.cuda.empty_cache()
     n_params = sum(p.numel() for p in MLP(width, depth).parameters())
     return {"check": check_rows, "rows": rows, "world": world, "params": n_params, "width": width, "depth": depth,
