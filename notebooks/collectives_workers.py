@@ -782,11 +782,10 @@ forward and the loss), ``backward``, ``comm`` (the gradient reduction, or what i
 after backward when it overlaps), ``optimizer`` (AdamW, and ZeRO-1's all-gather)."""
 
 
-def train(variant: str, rank: int, world: int, *, width: int, depth: int, local_batch: int, steps: int,
-          timed_from: int, bucket_mb: float, autocast: bool, trace: bool = False) -> dict:
-    """Train a fresh :class:`MLP` (seed 0) for ``steps`` steps, one of the variants:
+class Trainer:
+    """A fresh :class:`MLP` (seed 0) trained one data-parallel way, ``variant``:
 
-    * ``single``: this rank alone, a batch of ``local_batch`` rows (the others wait);
+    * ``single``: this rank alone, a batch of ``local_batch`` rows (the other ranks idle);
     * ``allreduce``: each rank its ``local_batch`` rows; after backward one all-reduce of the
       flat gradients that averages them (:func:`mean_op`);
     * the :data:`OVERLAP_VARIANTS`: the all-reduce in buckets of ``bucket_mb`` MB, each started
@@ -796,141 +795,173 @@ def train(variant: str, rank: int, world: int, *, width: int, depth: int, local_
     * ``zero1``: the flat gradients reduce-scattered, each rank steps AdamW on its shard (moments
       for the shard only), then the parameters all-gathered.
 
-    Returns the median step time and the median of each of :data:`PHASES` (ms, steps from
-    ``timed_from`` on; CUDA events, or wall time on the CPU), peak memory (bytes, CUDA),
-    optimizer-state bytes, the final parameters' flat copy (float32, CPU, in
-    ``model.parameters()`` order) on rank 0, and with ``trace`` (CUDA only) the GPU activity of
-    one more step under torch's profiler (:func:`gpu_intervals`), not counted in the times."""
-    dev = device()
-    torch.manual_seed(0)
-    model = MLP(width, depth).to(dev)
-    params = list(model.parameters())
-    active = variant != "single" or rank == 0
-    global_batch = local_batch * (1 if variant == "single" else world)
-    rows = slice(0, local_batch) if variant == "single" else slice(rank * local_batch, (rank + 1) * local_batch)
-    if torch.cuda.is_available():
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-    opt, state_bytes, handles, group = None, 0, [], None
-    flat_p = flat_g = None
-    op, divide = mean_op()
-    if variant == "ddp":
-        model = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=bucket_mb, gradient_as_bucket_view=True)
-    if variant != "ddp":
-        flat_p, flat_g, spans = flat_layout(model, world, dev)
-    if variant != "zero1":
-        opt = torch.optim.AdamW(params, lr=LR, betas=BETAS, eps=EPS, weight_decay=WD)
-    if variant == "zero1":
-        shard = flat_p.numel() // world
-        lo, hi = rank * shard, (rank + 1) * shard
-        m, v = torch.zeros(shard, device=dev), torch.zeros(shard, device=dev)
-        state_bytes = m.nbytes + v.nbytes
-    if variant in OVERLAP_VARIANTS:  # contiguous spans of the flat gradient, in the order backward finishes them
-        group = grad_group(**OVERLAP_VARIANTS[variant])
-        limit = int(bucket_mb * 2**20 / 4)
-        buckets, start = [], 0
-        for i, (p, a, b) in enumerate(spans):
-            if b - start >= limit or i == len(spans) - 1:
-                buckets.append([start, spans[i + 1][1] if i + 1 < len(spans) else flat_g.numel(), 0])
-                start = buckets[-1][1]
-        bucket_of = {}
-        for p, a, b in spans:
-            bucket_of[p] = next(k for k, bk in enumerate(buckets) if bk[0] <= a < bk[1])
-        sizes = [sum(1 for p in bucket_of if bucket_of[p] == k) for k in range(len(buckets))]
+    Several can live at once (the timings interleave them, :func:`task_dp`); every rank must make
+    the same calls in the same order (they hold collectives). :meth:`run` records each step's
+    :data:`PHASES` (ms; CUDA events on the compute stream, or wall time on the CPU)."""
 
-        def hook(p):
-            k = bucket_of[p]
-            buckets[k][2] += 1
-            if buckets[k][2] == sizes[k]:
-                handles.append(dist.all_reduce(flat_g[buckets[k][0]:buckets[k][1]], op=op, group=group, async_op=True))
+    def __init__(self, variant: str, rank: int, world: int, *, width: int, depth: int, local_batch: int,
+                 bucket_mb: float, autocast: bool):
+        self.variant, self.rank, self.world, self.width, self.autocast = variant, rank, world, width, autocast
+        self.dev = dev = device()
+        torch.manual_seed(0)
+        self.model = model = MLP(width, depth).to(dev)
+        self.params = params = list(model.parameters())
+        self.active = variant != "single" or rank == 0
+        self.global_batch = local_batch * (1 if variant == "single" else world)
+        self.rows = slice(0, local_batch) if variant == "single" else slice(rank * local_batch, (rank + 1) * local_batch)
+        self.opt, self.state_bytes, self.handles, self.group = None, 0, [], None
+        self.flat_p = self.flat_g = None
+        self.op, self.divide = mean_op()
+        self.phases, self.grad_norm, self.steps_done = [], None, 0
+        if variant == "ddp":
+            self.model = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=bucket_mb,
+                                                                   gradient_as_bucket_view=True)
+        if variant != "ddp":
+            self.flat_p, self.flat_g, spans = flat_layout(model, world, dev)
+        if variant != "zero1":
+            self.opt = torch.optim.AdamW(params, lr=LR, betas=BETAS, eps=EPS, weight_decay=WD)
+        else:
+            shard = self.flat_p.numel() // world
+            self.lo, self.hi = rank * shard, (rank + 1) * shard
+            self.m, self.v = torch.zeros(shard, device=dev), torch.zeros(shard, device=dev)
+            self.state_bytes = self.m.nbytes + self.v.nbytes
+        if variant in OVERLAP_VARIANTS:  # contiguous spans of the flat gradient, in the order backward finishes them
+            self.group = grad_group(**OVERLAP_VARIANTS[variant])
+            limit = int(bucket_mb * 2**20 / 4)
+            self.buckets, start = [], 0
+            for i, (_, _, b) in enumerate(spans):
+                if b - start >= limit or i == len(spans) - 1:
+                    self.buckets.append([start, spans[i + 1][1] if i + 1 < len(spans) else self.flat_g.numel(), 0])
+                    start = self.buckets[-1][1]
+            self.bucket_of = {p: next(k for k, bk in enumerate(self.buckets) if bk[0] <= a < bk[1]) for p, a, _ in spans}
+            self.sizes = [sum(1 for p in self.bucket_of if self.bucket_of[p] == k) for k in range(len(self.buckets))]
+            for p in params:
+                p.register_post_accumulate_grad_hook(self._hook)
 
-        for p in params:
-            p.register_post_accumulate_grad_hook(hook)
+    def _hook(self, p) -> None:
+        k = self.bucket_of[p]
+        bk = self.buckets[k]
+        bk[2] += 1
+        if bk[2] == self.sizes[k]:
+            self.handles.append(dist.all_reduce(self.flat_g[bk[0]:bk[1]], op=self.op, group=self.group, async_op=True))
 
-    def step_once(step: int) -> list:
-        """One training step; the stamps between its :data:`PHASES`."""
-        nonlocal grad_norm
-        x, y = batch(step, rows, global_batch, width, dev)
+    def step(self) -> list:
+        """One training step; the stamps (:func:`_stamp`) between its :data:`PHASES`."""
+        self.steps_done += 1
+        step, variant, flat_g = self.steps_done, self.variant, self.flat_g
+        x, y = batch(step, self.rows, self.global_batch, self.width, self.dev)
         marks = [_stamp()]
         if flat_g is not None:
             flat_g.zero_()
         else:
-            opt.zero_grad(set_to_none=False)
-        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=autocast):
-            loss = torch.nn.functional.mse_loss(model(x), y)
+            self.opt.zero_grad(set_to_none=False)
+        with torch.autocast(self.dev.type, dtype=torch.bfloat16, enabled=self.autocast):
+            loss = torch.nn.functional.mse_loss(self.model(x), y)
         marks.append(_stamp())
         loss.backward()
         marks.append(_stamp())
         if variant == "allreduce":
-            dist.all_reduce(flat_g, op=op)
+            dist.all_reduce(flat_g, op=self.op)
         elif variant in OVERLAP_VARIANTS:
-            for h in handles:
+            for h in self.handles:
                 h.wait()
-            handles.clear()
-            for bk in buckets:
+            self.handles.clear()
+            for bk in self.buckets:
                 bk[2] = 0
-        if divide and variant in ("allreduce", *OVERLAP_VARIANTS):
-            flat_g.div_(world)
+        if self.divide and variant in ("allreduce", *OVERLAP_VARIANTS):
+            flat_g.div_(self.world)
         if variant == "zero1":
-            g_shard = reduce_scatter(flat_g, op)
-            if divide:
-                g_shard.div_(world)
+            g_shard = reduce_scatter(flat_g, self.op)
+            if self.divide:
+                g_shard.div_(self.world)
             marks.append(_stamp())
             if step == 1:
-                grad_norm = _global_norm(g_shard)
-            adamw_(flat_p[lo:hi], g_shard, m, v, step)
-            dist.all_gather_into_tensor(flat_p, flat_p[lo:hi].clone())
+                self.grad_norm = _global_norm(g_shard)
+            adamw_(self.flat_p[self.lo:self.hi], g_shard, self.m, self.v, step)
+            dist.all_gather_into_tensor(self.flat_p, self.flat_p[self.lo:self.hi].clone())
         else:
             marks.append(_stamp())
             if step == 1:  # Adam hides a gradient's scale (a sum for a mean): the check compares it
-                grad_norm = float(torch.cat([p.grad.reshape(-1) for p in params]).norm())
-            opt.step()
+                self.grad_norm = float(torch.cat([p.grad.reshape(-1) for p in self.params]).norm())
+            self.opt.step()
         marks.append(_stamp())
         return marks
 
-    phases, grad_norm, timeline = [], None, None
-    for step in range(1, steps + 1):
-        if not active:
-            break
-        phases.append(_phases_ms(step_once(step)))
-    if trace and active and torch.cuda.is_available():
-        timeline = traced(lambda: step_once(steps + 1))
-    if opt is not None:
-        state_bytes = sum(t.nbytes for s in opt.state.values() for t in s.values() if torch.is_tensor(t))
-    timed = phases[timed_from:]
-    result = {"variant": variant, "grad_norm": grad_norm,
-              "ms": statistics.median(sum(p) for p in timed) if timed else None,
-              **{f"{name}_ms": statistics.median(p[i] for p in timed) if timed else None
-                 for i, name in enumerate(PHASES)},
-              "optimizer_state_bytes": state_bytes,
-              "peak_bytes": torch.cuda.max_memory_allocated() if torch.cuda.is_available() else None}
-    if timeline is not None:
-        result["timeline"] = timeline
-    final = torch.cat([p.detach().reshape(-1).float().cpu() for p in params]) if active else None
-    if variant != "single":  # every rank must hold the same parameters: compare with rank 0's
-        ref = torch.cat([p.detach().reshape(-1) for p in params]).clone()
-        dist.broadcast(ref, src=0)
-        diff = torch.tensor([float((ref - torch.cat([p.detach().reshape(-1) for p in params])).abs().max())], device=dev)
-        dist.all_reduce(diff, op=dist.ReduceOp.MAX)
-        result["rank_spread"] = float(diff.item())
-    dist.barrier()
-    if group is not None:
-        dist.destroy_process_group(group)
-    return result | {"final": final}
+    def run(self, steps: int, record: bool = True) -> None:
+        """``steps`` steps (none on an idle rank), their phases recorded if ``record``."""
+        for _ in range(steps if self.active else 0):
+            phases = _phases_ms(self.step())
+            if record:
+                self.phases.append(phases)
+
+    def trace(self) -> list[dict] | None:
+        """Two more steps under torch's profiler, the first its warm-up, the second recorded
+        (:func:`traced`); ``None`` on an idle rank or without CUDA."""
+        if not (self.active and torch.cuda.is_available()):
+            return None
+        return traced(self.step)
+
+    def result(self) -> dict:
+        """The medians of the recorded steps' times and phases (ms), optimizer-state bytes, the
+        final parameters' flat copy (float32, CPU, in ``model.parameters()`` order; ``None`` on an
+        idle rank) and, for every variant but ``single``, ``rank_spread``: the largest difference
+        between this rank's parameters and rank 0's (a collective: every rank calls it)."""
+        if self.opt is not None:
+            self.state_bytes = sum(t.nbytes for s in self.opt.state.values() for t in s.values() if torch.is_tensor(t))
+        timed = self.phases
+        out = {"variant": self.variant, "grad_norm": self.grad_norm,
+               "ms": statistics.median(sum(p) for p in timed) if timed else None,
+               **{f"{name}_ms": statistics.median(p[i] for p in timed) if timed else None
+                  for i, name in enumerate(PHASES)},
+               "steps_timed": len(timed), "optimizer_state_bytes": self.state_bytes}
+        flat = torch.cat([p.detach().reshape(-1) for p in self.params])
+        out["final"] = flat.float().cpu() if self.active else None
+        if self.variant != "single":  # every rank must hold the same parameters: compare with rank 0's
+            ref = flat.clone()
+            dist.broadcast(ref, src=0)
+            diff = torch.tensor([float((ref - flat).abs().max())], device=self.dev)
+            dist.all_reduce(diff, op=dist.ReduceOp.MAX)
+            out["rank_spread"] = float(diff.item())
+        return out
+
+    def close(self) -> None:
+        """Destroy this way's process group, if it made one."""
+        if self.group is not None:
+            dist.destroy_process_group(self.group)
+            self.group = None
 
 
-def traced(fn) -> list[dict]:
-    """Run ``fn()`` once under ``torch.profiler`` (CUDA activity only) and return the GPU's
-    kernels, memsets and copies in it (:func:`gpu_intervals`)."""
-    from torch.profiler import ProfilerActivity, profile
-
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
+def train(variant: str, rank: int, world: int, *, steps: int, **kwargs) -> dict:
+    """A :class:`Trainer` of ``variant`` (``kwargs``: its sizes and settings) run ``steps`` steps,
+    all recorded; its :meth:`Trainer.result`, with ``peak_bytes`` (CUDA; ``None`` on the CPU)."""
+    if torch.cuda.is_available():
         torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    t = Trainer(variant, rank, world, **kwargs)
+    t.run(steps)
+    out = t.result()
+    out["peak_bytes"] = torch.cuda.max_memory_allocated() if torch.cuda.is_available() else None
+    dist.barrier()
+    t.close()
+    return out
+
+
+def traced(step) -> list[dict]:
+    """Call ``step()`` twice under ``torch.profiler`` (CUDA activity only): the first call is the
+    profiler's warm-up (its start-up cost lands there, not in the timeline; PyTorch's
+    ``schedule(warmup=1, active=1)``), the second is recorded. Returns the recorded call's GPU
+    kernels, memsets and copies (:func:`gpu_intervals`)."""
+    from torch.profiler import ProfilerActivity, profile, schedule
+
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "trace.json"
-        prof.export_chrome_trace(str(path))
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA], schedule=schedule(wait=0, warmup=1, active=1),
+                     on_trace_ready=lambda prof: prof.export_chrome_trace(str(path))) as prof:
+            for _ in range(2):
+                step()
+                torch.cuda.synchronize()
+                prof.step()
         return gpu_intervals(json.loads(path.read_text()))
 
 
@@ -1030,19 +1061,26 @@ def _phases_ms(marks: list) -> tuple[float, ...]:
 
 
 def task_dp(rank: int, world: int, width: int = 4096, depth: int = 8, local_batch: int = 2048,
-            check: dict | None = None, steps: int = 25, timed_from: int = 5, bucket_mb: float = 25.0,
-            timing: bool = True) -> dict:
-    """Data parallelism, every one of :data:`DP_VARIANTS` (:func:`train`): first the check, every
-    variant against one process on the whole global batch, in float32 without autocast at
-    ``check``'s (smaller) sizes, 3 steps: the parameters after them, and the first step's gradient
-    norm (Adam's update does not change if every gradient is scaled, so a sum where a mean is due
-    would pass the parameters' check alone); then (``timing``) the step times and their phases,
-    bf16 autocast, ``local_batch`` rows per rank, the one-GPU baseline on the same rows per GPU
-    (for weak-scaling efficiency); then, on CUDA and after every timing, one traced step of each
-    (:func:`traced`), after 3 untimed ones.
+            check: dict | None = None, rounds: int = 6, steps_per_round: int = 4, warmup: int = 3,
+            bucket_mb: float = 25.0, timing: bool = True) -> dict:
+    """Data parallelism, every one of :data:`DP_VARIANTS` (:class:`Trainer`).
+
+    First the check: every variant against one process on the whole global batch, in float32
+    without autocast at ``check``'s (smaller) sizes, 3 steps: the parameters after them, and the
+    first step's gradient norm (Adam's update does not change if every gradient is scaled, so a
+    sum where a mean is due would pass the parameters' check alone).
+
+    Then (``timing``) the step times and their phases, bf16 autocast, ``local_batch`` rows per
+    rank, with the one-GPU baseline on the same rows per GPU (for weak-scaling efficiency): every
+    way built at once, ``warmup`` untimed steps each, then ``rounds`` rounds of
+    ``steps_per_round`` timed steps of each way in turn (the order reversed every other round, one
+    untimed step at each switch), so that the card's drift over the run falls on every way alike.
+    Last, each way alone: its peak memory and, on CUDA, one traced step (:meth:`Trainer.trace`),
+    so no timed step runs beside the profiler.
+
     Returns, on rank 0, the check rows (max |Δ| against one process) and the timing rows."""
     check = check or {"width": 256, "depth": 4, "local_batch": 32}
-    kw = dict(width=check["width"], depth=check["depth"], steps=3, timed_from=0, bucket_mb=0.05, autocast=False)
+    kw = dict(width=check["width"], depth=check["depth"], steps=3, bucket_mb=0.05, autocast=False)
     ref = train("single", rank, world, local_batch=check["local_batch"] * world, **kw)
     check_rows = []
     for variant in DP_VARIANTS:
@@ -1055,18 +1093,35 @@ def task_dp(rank: int, world: int, width: int = 4096, depth: int = 8, local_batc
     if timing:
         kw = dict(width=width, depth=depth, local_batch=local_batch, bucket_mb=bucket_mb,
                   autocast=torch.cuda.is_available())
-        for variant in ("single",) + DP_VARIANTS:
-            r = train(variant, rank, world, steps=steps, timed_from=timed_from, **kw)
-            r.pop("final")
-            rows.append(r)
-            torch.cuda.empty_cache()
-        # traced only once every variant is timed: the profiler leaves CUPTI attached to the
-        # process, and the steps after it launch their kernels more slowly
-        for r in rows if torch.cuda.is_available() else []:
-            traced_run = train(r["variant"], rank, world, steps=3, timed_from=0, trace=True, **kw)
-            if "timeline" in traced_run:
-                r["timeline"] = traced_run["timeline"]
-            torch.cuda.empty_cache()
+        ways = ("single",) + DP_VARIANTS
+        trainers = [Trainer(v, rank, world, **kw) for v in ways]
+        for t in trainers:
+            t.run(warmup, record=False)
+        for r in range(rounds):  # interleaved, the order reversed every other round: drift hits every way alike
+            for t in trainers if r % 2 == 0 else trainers[::-1]:
+                dist.barrier()
+                t.run(1, record=False)  # the first step after another way's is not timed
+                t.run(steps_per_round)
+        for t in trainers:
+            row = t.result()
+            row.pop("final")
+            rows.append(row)
+            t.close()
+        del trainers
+        # then each way alone: its peak memory, and (CUDA) one step traced by torch's profiler
+        for row in rows:
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+                torch.cuda.reset_peak_memory_stats()
+            t = Trainer(row["variant"], rank, world, **kw)
+            t.run(warmup, record=False)
+            timeline = t.trace()
+            row["peak_bytes"] = torch.cuda.max_memory_allocated() if torch.cuda.is_available() else None
+            if timeline is not None:
+                row["timeline"] = timeline
+            dist.barrier()
+            t.close()
+            del t
     n_params = sum(p.numel() for p in MLP(width, depth).parameters())
     return {"check": check_rows, "rows": rows, "world": world, "params": n_params, "width": width, "depth": depth,
             "local_batch": local_batch, "lr": LR}
@@ -1124,8 +1179,8 @@ SMOKE = [  # (what, task, arguments): each its own launch, so a failure or a han
     ("symm_mem: API, backend, signal pad, a buffer", "symm_info", {}),
     ("Triton + symm_mem all-reduce: checks, short timings (256 KiB, 4 MiB)", "allreduce",
      {"sizes": [2**18, 2**22], "rounds": 1, "reps": 4}),
-    ("DP: check (small) + timing (width 512)", "dp", {"width": 512, "depth": 2, "local_batch": 64, "steps": 4,
-                                                      "timed_from": 1}),
+    ("DP: check (small) + timing (width 512)", "dp", {"width": 512, "depth": 2, "local_batch": 64, "rounds": 2,
+                                                      "steps_per_round": 2, "warmup": 1}),
 ]
 
 

@@ -211,3 +211,16 @@ def test_overlap_of_nccl_with_compute_in_a_trace():
 def test_a_trace_without_gpu_work_is_an_error():
     with pytest.raises(ValueError, match="no GPU kernels"):
         cw.gpu_intervals(_trace([]))
+
+
+def test_the_timed_ways_interleave_and_time_every_way_over_gloo():
+    result = cw.run("dp", world=2, width=32, depth=2, local_batch=4, rounds=3, steps_per_round=2, warmup=1,
+                    check={"width": 16, "depth": 1, "local_batch": 2})
+    rows = {r["variant"]: r for r in result["rows"]}
+    assert list(rows) == ["single", *cw.DP_VARIANTS]
+    for variant, row in rows.items():
+        assert row["steps_timed"] == 3 * 2, (variant, row)
+        assert row["ms"] > 0 and all(row[f"{ph}_ms"] >= 0 for ph in cw.PHASES), (variant, row)
+        assert "timeline" not in row  # traced on CUDA only
+    # AdamW's two moments, sharded in two (torch's AdamW also keeps a step count per parameter)
+    assert rows["zero1"]["optimizer_state_bytes"] * 2 == pytest.approx(rows["allreduce"]["optimizer_state_bytes"], rel=0.01)
