@@ -19,21 +19,17 @@
 # %% [markdown]
 # # Collectives across GPUs
 #
-# Every topic so far ran on one GPU. Training on several means moving bytes between them: summing
-# gradients (all-reduce), handing out pieces (reduce-scatter), collecting them (all-gather). NCCL
-# implements these *collectives*; `torch.distributed` calls them. This notebook measures them on
-# two and four GPUs joined by NVLink, writes an all-reduce by hand (a ring of sends and receives,
-# then Triton kernels that read a peer GPU's memory), and trains a model data-parallel the ways
-# llm.c, DDP and ZeRO describe, with a profiler's trace of where the all-reduce's time goes.
+# Training on several GPUs means moving bytes between them: summing gradients (all-reduce),
+# handing out pieces (reduce-scatter), collecting them (all-gather). NCCL implements these
+# *collectives* and `torch.distributed` calls them; here on two and four GPUs joined by NVLink.
 #
 # You will learn:
 #
-# - the α–β model of a message, what it predicts for a ring and a tree, and whether one fit holds on 2 ranks and on 4;
-# - nccl-tests' algorithm and bus bandwidth, and how close NCCL comes to NVLink's 450 GB/s;
-# - how a ring all-reduce works, step by step, from `send` and `recv`;
-# - how a kernel reads and writes a peer GPU's memory, and how the GPUs' blocks meet at a barrier of flags;
-# - what overlapping the gradient all-reduce with backward hides, where a profiler's trace shows it losing time, and what ZeRO-1 saves;
-# - what the fitted model predicts for 8, 64 and 1,024 GPUs, and what it leaves out.
+# - the α–β model of a message, for a ring and a tree, and whether one fit holds on 2 ranks and on 4;
+# - bus bandwidth, and how close NCCL and an all-reduce written by hand come to NVLink's 450 GB/s;
+# - how a ring all-reduce works, and how a kernel reads a peer GPU's memory behind a barrier of flags;
+# - what overlapping the gradient all-reduce with backward hides, where a profiler's trace shows the time going, and what ZeRO-1 saves;
+# - what the fitted model predicts for 8 to 1,024 GPUs, and what it leaves out.
 
 # %% [markdown]
 # **How it runs.** The code that runs on each GPU lives in `collectives_workers.py`, beside this
@@ -467,52 +463,35 @@ if GPU:
 # %% [markdown]
 # ## 4. Data parallelism, and hiding its all-reduce
 #
-# llm.c trains GPT-2 data-parallel: every GPU holds the whole model, runs forward and
-# backward on its share of the batch, and the gradients are averaged across GPUs before the
-# optimizer steps, so every GPU takes the same step one GPU would take on the whole batch. The
-# model here is a stack of residual MLP blocks (on the GPUs, 8 blocks of width 4,096: 285 M
-# parameters, 1.1 GB of fp32 weights and as many bytes of gradients to average each step; on the
-# CPU, 3 blocks of width 64), trained with AdamW on 2,048 rows per GPU. That batch is chosen so
-# the all-reduce is a sizeable share of the step (about a quarter, measured below): overlap has
-# something to hide. The same global batch, these ways:
+# llm.c trains GPT-2 data-parallel: every GPU holds the whole model, runs forward and backward on
+# its share of the batch, and the gradients are averaged across GPUs before the optimizer steps.
+# The model here: 8 residual MLP blocks of width 4,096 (285 M parameters, 1.1 GB of fp32
+# gradients to average each step; on the CPU, 3 blocks of width 64), AdamW, 2,048 rows per GPU,
+# a batch at which the all-reduce is about a fifth of the step. The same global batch, these ways:
 #
 # 0. **one GPU** on the whole batch: the reference every other way must reproduce;
-# 1. **all-reduce after backward**: the gradients live in one flat buffer (as llm.c keeps
-#    them); one all-reduce over it with NCCL's `AVG`, which divides by $n$ inside the collective
-#    (a separate division would read and write the 1.1 GB once more);
-# 2. **buckets overlapped with backward**: the flat gradient cut into 25 MB buckets, in the
-#    order backward finishes them; a `register_post_accumulate_grad_hook` on each parameter
-#    starts its bucket's all-reduce (asynchronously) as soon as the bucket's last gradient is in,
-#    while backward computes the earlier layers. Three times: on the default process group; on a
-#    group whose NCCL stream has **high priority** (when an SM frees up, the block scheduler
-#    starts NCCL's waiting blocks before the backward's); and on one that also caps NCCL at
-#    **16 thread blocks** (`maxCTAs`), leaving more SMs to the matmuls. torch's
-#    `DistributedDataParallel` does the same in C++ and is the reference;
-# 3. **ZeRO-1** (Rajbhandari et al., 2020): the gradients are reduce-scattered, each rank
-#    keeps AdamW's two moments for its $1/n$ shard only and updates that shard (the update
-#    below, by hand), then the parameters are all-gathered: the same bytes as one all-reduce,
-#    $1/n$ of the optimizer state.
+# 1. **all-reduce after backward**: the gradients in one flat buffer (as llm.c keeps them), one
+#    all-reduce with NCCL's `AVG`, which divides by $n$ inside the collective;
+# 2. **buckets overlapped with backward**: 25 MB buckets in the order backward finishes them, each
+#    all-reduced (asynchronously) from a `register_post_accumulate_grad_hook` as soon as it is
+#    complete. Three times: on the default group, on one whose NCCL stream has **high priority**,
+#    and on one that also caps NCCL at **16 thread blocks** (`maxCTAs`); torch's
+#    `DistributedDataParallel` is the reference;
+# 3. **ZeRO-1** (Rajbhandari et al., 2020): the gradients reduce-scattered, each rank keeps and
+#    updates AdamW's moments for its $1/n$ shard, then the parameters are all-gathered.
 #
-# Each is checked first against one process training on the whole global batch: three steps
-# in fp32, then the largest parameter difference, and the first step's gradient norm (Adam's
-# step is blind to a gradient's scale: a sum where a mean is due would pass the parameters'
-# check). The timed runs use bf16 autocast; the one-GPU run for scaling efficiency trains on
-# one GPU's share of the rows, so $n$ GPUs do $n$ times its work per step. All the ways are built
-# at once and timed in interleaved rounds, so the card's drift over the run falls on each alike.
-# Each step is timed in phases on the compute stream (forward, backward, what is left of the
-# all-reduce after backward, optimizer); then each way, alone, has one step traced by torch's
-# profiler.
+# Each is checked against one process on the whole batch (three fp32 steps: the parameters, and
+# the first gradient norm, to which Adam is blind), then all are timed in interleaved rounds, bf16
+# autocast, in phases; one GPU trains on one GPU's share of the rows (weak scaling).
 #
-# **How much overlap can hide.** Overlap can at best hide the smaller of the all-reduce and the
-# backward it runs beside. So the measure of an overlap is the fraction of that it hides:
+# **How much overlap can hide**: at best the smaller of the all-reduce and the backward beside it,
 # $$\text{hidden} = \frac{t_\text{after} - t_\text{overlapped}}{\min(t_\text{all-reduce},\ t_\text{backward})},$$
-# with $t_\text{after}$ and $t_\text{overlapped}$ the two ways' step times, and the all-reduce's
-# and backward's times from the all-reduce-after-backward step's phases.
+# the step times of the two ways over the phases of the all-reduce-after-backward step.
 
 # %%
 display(python_source(cw.adamw_))
 
-# %% tags=["hide-input"] summary="Run the workers: the check, and on the GPUs the step times"
+# %% tags=["hide-input", "hide-output"] summary="Run the workers: the check against one process (table), and on the GPUs the step times"
 if GPU:
     dp = cw.run("dp", WORLD)
     save_data("dp.json", dp)
@@ -593,14 +572,12 @@ else:
     print("CPU mode: step times not measured")
 
 # %% [markdown]
-# **Where the overlap loses time: one step, traced.** The profiler's trace of one step of each
-# way shows every kernel on the GPU and its stream. From it: how long some NCCL kernel ran, how
-# much of that ran beside a compute kernel (hidden, at least in part) and how much alone
-# (exposed), and how long the compute kernels took in all; against one GPU's step, a longer
-# compute time is what the NCCL kernels took from the backward by sharing its SMs and its memory
-# bandwidth.
+# **Where the overlap loses time.** A traced step of each way shows how much longer the compute
+# kernels took than on one GPU: what NCCL took from the backward by sharing its SMs and memory
+# bandwidth. (An NCCL kernel's span also holds its wait for the other ranks, which one traced step
+# on one rank cannot tell apart from its work.)
 
-# %% tags=["hide-input"] summary="The traced step of each way: NCCL beside compute, and a timeline"
+# %% tags=["hide-input", "hide-output"] summary="The traced step of each way: NCCL beside compute (table), and a timeline of two"
 if GPU:
     import altair as alt
 

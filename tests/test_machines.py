@@ -326,6 +326,12 @@ def test_the_results_table_has_a_column_per_machine_and_the_ratio(two_machines):
     row = next(line for line in results_table(missed, None, [h200]).split("\n") if "vs\\_torch" in line)
     assert row.endswith("| ≥ 1×: **missed**, met | — |"), row  # in the order of the value columns
 
+    # a goal per run (as the collectives set one per number of GPUs): each goal and verdict in column order
+    goals = dataclasses.replace(h100, headline={**h100.headline, "vs_torch": dataclasses.replace(
+        h100.headline["vs_torch"], goal=1.2)})
+    row = next(line for line in results_table(goals, None, [h200]).split("\n") if "vs\\_torch" in line)
+    assert row.endswith("| ≥ 1.2×, **missed**; ≥ 1×, met | — |"), row
+
     single = results_table(h100, list(FIGURES[H100]))  # one machine: as before, no ratio column
     assert "| Result | Value | Goal | Measured against |" in single and " / " not in single.split("\n")[2]
 

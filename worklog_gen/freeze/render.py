@@ -121,9 +121,10 @@ def _goal(h: Headline) -> str:
 def _goals(records: list[FreezeRecord], name: str, labels: list[str]) -> str:
     """The goal of headline ``name`` and whether each machine's run met it: one verdict when they
     agree (:func:`_goal`); one goal and a verdict per machine, in the order of the value columns,
-    when every machine's run set the same goal (``≥ 1.05×: met, **missed**``); else the verdict of
-    each machine (``labels``, in ``records``' order) that holds the figure, named, each against the
-    goal its own run set."""
+    when every machine's run set the same goal (``≥ 1.05×: met, **missed**``); each run's goal and
+    verdict in the order of the value columns, the unit once, when every run set a goal but not the
+    same one (``≥ 0.9 fraction, met; ≥ 0.85, met``); else the verdict of each machine (``labels``, in
+    ``records``' order) that holds the figure, named, each against the goal its own run set."""
     held = [(label, r.headline[name]) for label, r in zip(labels, records) if name in r.headline]
     with_goal = [(label, h) for label, h in held if h.goal is not None]
     if len({(h.goal_op, h.goal, h.met) for _, h in with_goal}) <= 1:
@@ -132,6 +133,11 @@ def _goals(records: list[FreezeRecord], name: str, labels: list[str]) -> str:
         # one goal: its verdicts in the order of the value columns, short enough not to wrap
         goal = _goal(with_goal[0][1]).rsplit(", ", 1)[0]
         return f"{goal}: " + ", ".join("met" if h.met else "**missed**" for _, h in with_goal)
+    if len(with_goal) == len(records):
+        # a goal per run (a goal per number of GPUs): each with its verdict, in column order, the unit once
+        first = _goal(with_goal[0][1])
+        rest = [_goal(h).replace(f" {table_cell(h.unit)},", ",") if h.unit != "x" else _goal(h) for _, h in with_goal[1:]]
+        return "; ".join([first, *rest])
     return "; ".join(f"{_goal(h)} on {label}" for label, h in with_goal)
 
 
