@@ -222,3 +222,13 @@ def points() -> list[RooflinePoint]:
     ]
 
 
+@pytest.fixture(scope="session")
+def reader_visits(request, tmp_path_factory) -> Path:
+    """The folder where each reader's visit (``test_a11y.read_page``) is kept for the whole run,
+    shared by the pytest-xdist workers (the run's folder, as :func:`project_build` shares the site)."""
+    shared = tmp_path_factory.getbasetemp()
+    if hasattr(request.config, "workerinput"):
+        shared = shared.parent
+    folder = shared / "a11y-visits"
+    folder.mkdir(exist_ok=True)
+    return folder

@@ -17,7 +17,11 @@ by Debian's Chromium) and checks:
 * with JavaScript off every formula is MathML (written at build time), no raw TeX.
 
 Each page is read as a reader would: every chart and formula brought into view so that it draws
-(charts.js and katex.js load as things come near), then checked.
+(charts.js and katex.js load as things come near), then checked. A reader's visit to a page at one
+width and palette is made once in the run and read by every check of that page there
+(:func:`read_page`): axe-core's, the sideways scrollers' and the charts' at a phone's width. With
+JavaScript off a page is read from its load event: nothing loads later, and each chart image is
+waited for as it is decoded.
 """
 
 from __future__ import annotations
@@ -28,8 +32,8 @@ from pathlib import Path
 
 import pytest
 
-from test_browser import (_CHARTS_DONE, _CHARTS_SETTLED, _READ_EVERYTHING, PHONE, TIMEOUT_MS, Site, _context,
-                          _open, _wait_for_charts, browser, site)  # noqa: F401 (fixtures)
+from test_browser import (_CHARTS_DONE, _CHARTS_SETTLED, _READ_EVERYTHING, PHONE, TIMEOUT_MS, Site,
+                          _context, _open, _wait_for_charts, browser, site)  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.browser
 
@@ -79,37 +83,84 @@ AXE_SHARDS = 4
 that the heavy topic pages spread out), each well under a minute on 2 cores."""
 
 
-@pytest.mark.parametrize("shard", range(AXE_SHARDS), ids=lambda n: f"pages{n + 1}of{AXE_SHARDS}")
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280x900", "390x844"])
-def test_axe_finds_no_wcag_21_aa_violation_on_any_page(browser, site, viewport, scheme, shard):
-    """Every page of the site (this shard's share of them), in one palette, at one width: no
-    violation of a WCAG 2.1 A or AA rule that axe-core checks, first the whole page with the folds
-    closed as it loads, then every fold opened, with what it holds drawn, in the same visit."""
-    pages = every_page(site)
-    mine = pages[shard::AXE_SHARDS]
-    assert mine or len(pages) <= shard, "a shard with no page: the check checks nothing"
-    axe = AXE.read_text(encoding="utf-8")
+def read_page(context, site: Site, reader_visits: Path, path: str, axe: bool = True) -> dict:
+    """A reader's visit to ``path`` in ``context`` (:func:`reader`: one width and palette), made once in the run
+    and kept in ``reader_visits``: every test that reads a page at that width and palette reads this visit,
+    whichever test makes it first (a file lock per page, pytest-xdist's documented pattern).
+
+    The visit: open the page (to its load event; what is read is waited for below), check the
+    palette, then with the folds closed as it loads bring every chart and formula into view and
+    run axe-core on the whole page; then open every fold, bring what they hold into view and run
+    axe-core on the folds (opening them changes nothing outside them); then, folds open and
+    everything drawn, note what scrolls sideways (:data:`_SCROLLERS`) and each drawn chart's size
+    and smallest text (:data:`_CHART_TEXT`). Returns ``{"palette", "axe_closed", "axe_open"
+    (``None`` without folds), "scrollers", "charts", "problems"}``.
+
+    Without ``axe``, a visit kept already is read; otherwise the page is read the same way without
+    axe-core and nothing is kept (a test that needs no axe-core never spends an axe shard's time)."""
+    from filelock import FileLock
+
+    key = re.sub(r"[^a-z0-9]+", "-", f"{READERS[context]}-{path or 'home'}".lower()).strip("-")
+    with FileLock(str(reader_visits / f"{key}.lock")):
+        kept = reader_visits / f"{key}.json"
+        if kept.is_file():
+            return json.loads(kept.read_text(encoding="utf-8"))
+        page, problems = _open(context, site, path, wait_until="load")
+        page.evaluate("() => document.fonts.ready.then(() => true)")
+        visit = {"palette": page.evaluate("() => document.body.getAttribute('data-md-color-scheme')")}
+        if axe:
+            page.add_script_tag(content=AXE.read_text(encoding="utf-8"))
+        _read(page, problems, False)
+        visit["axe_closed"] = page.evaluate(_AXE_RUN, [WCAG_21_AA, None]) if axe else None
+        visit["axe_open"] = None
+        if page.evaluate("() => document.querySelector('details') !== null"):
+            _read(page, problems, True)
+            if axe:
+                visit["axe_open"] = page.evaluate(_AXE_RUN, [WCAG_21_AA, {"include": [["details"]]}])
+        visit["scrollers"] = page.evaluate(_SCROLLERS)
+        visit["charts"] = page.evaluate(_CHART_TEXT)
+        visit["problems"] = list(problems)
+        page.close()
+        if axe:  # only a whole visit is kept
+            kept.write_text(json.dumps(visit), encoding="utf-8")
+        return visit
+
+
+def reader(browser, site: Site, viewport: dict, scheme: str = "light"):
+    """A browser context for :func:`read_page`: ``viewport``, the ``prefers-color-scheme`` a
+    reader's system sets (``"light"`` or ``"dark"``), no request leaving the site."""
     context = browser.new_context(viewport=viewport, color_scheme=scheme)
     context.set_default_timeout(TIMEOUT_MS)
     context.route(lambda url: not url.startswith(site.url), lambda route: route.abort("blockedbyclient"))
+    READERS[context] = f"{viewport['width']}x{viewport['height']}-{scheme}"
+    return context
+
+
+READERS: dict = {}
+"""Each context :func:`reader` made, by what it reads as: its width, height and palette."""
+
+
+@pytest.mark.parametrize("shard", range(AXE_SHARDS), ids=lambda n: f"pages{n + 1}of{AXE_SHARDS}")
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280x900", "390x844"])
+def test_axe_finds_no_wcag_21_aa_violation_on_any_page(browser, site, reader_visits, viewport, scheme, shard):
+    """Every page of the site (this shard's share of them), in one palette, at one width: no
+    violation of a WCAG 2.1 A or AA rule that axe-core checks, first the whole page with the folds
+    closed as it loads, then every fold opened, with what it holds drawn, in the same visit
+    (:func:`read_page`)."""
+    pages = every_page(site)
+    mine = pages[shard::AXE_SHARDS]
+    assert mine or len(pages) <= shard, "a shard with no page: the check checks nothing"
+    context = reader(browser, site, viewport, scheme)
     found = {}
     try:
         for path in mine:
-            page, problems = _open(context, site, path)
-            palette = page.evaluate("() => document.body.getAttribute('data-md-color-scheme')")
-            assert palette == ("slate" if scheme == "dark" else "default"), f"/{path}: palette {palette}"
-            page.add_script_tag(content=axe)
-            _read(page, problems, False)
-            if violations := page.evaluate(_AXE_RUN, [WCAG_21_AA, None]):
-                found[f"/{path}, folds closed"] = violations
-            if page.evaluate("() => document.querySelector('details') !== null"):
-                # opening the folds shows what they hold and changes nothing outside them (the page
-                # above was checked as it is): the folds, open, are what is left to check
-                _read(page, problems, True)
-                if violations := page.evaluate(_AXE_RUN, [WCAG_21_AA, {"include": [["details"]]}]):
-                    found[f"/{path}, folds open"] = violations
-            page.close()
+            visit = read_page(context, site, reader_visits, path)
+            assert visit["palette"] == ("slate" if scheme == "dark" else "default"), f"/{path}: palette {visit['palette']}"
+            if visit["axe_closed"]:
+                found[f"/{path}, folds closed"] = visit["axe_closed"]
+            if visit["axe_open"]:
+                found[f"/{path}, folds open"] = visit["axe_open"]
     finally:
         context.close()
     total = sum(v["count"] for vs in found.values() for v in vs)
@@ -130,26 +181,25 @@ _SCROLLERS = """() => Array.from(document.querySelectorAll("article *")).filter(
 
 
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280x900", "390x844"])
-def test_every_region_that_scrolls_sideways_takes_focus_and_is_named(browser, site, viewport):
+def test_every_region_that_scrolls_sideways_takes_focus_and_is_named(browser, site, reader_visits, viewport):
     """WCAG 2.1 SC 2.1.1: a table, code block, formula or chart that scrolls sideways can be
     scrolled from the keyboard (tabindex 0), says what it is (role region, a name that says it
-    scrolls) and shows an edge shadow. Topic pages (the widest content), folds open."""
-    context = _context(browser, site, viewport)
+    scrolls) and shows an edge shadow. Topic pages (the widest content), folds open, light palette
+    (the reader's visit of :func:`read_page`)."""
+    context = reader(browser, site, viewport)
     bad, seen = {}, 0
     try:
         for topic_id, notebook in site.topics:
             if not notebook:
                 continue
-            page, problems = _open(context, site, f"topics/{topic_id}/")
-            _read(page, problems, True)
-            scrollers = page.evaluate(_SCROLLERS)
+            visit = read_page(context, site, reader_visits, f"topics/{topic_id}/", axe=False)
+            scrollers = visit["scrollers"]
             seen += len(scrollers)
             wrong = [s for s in scrollers if s["tabindex"] < 0 or s["role"] != "region" or not s["name"]
                      or "scrolls sideways" not in s["name"] or not s["hint"]]
             if wrong:
                 bad[topic_id] = wrong
-            assert not problems, problems
-            page.close()
+            assert not visit["problems"], visit["problems"]
     finally:
         context.close()
     assert not bad, json.dumps(bad, indent=1)
@@ -209,23 +259,25 @@ def _chart_paths(site: Site) -> list[str]:
             *(f"topics/{t}/" for t, n in site.topics if n)]
 
 
-def test_charts_fit_a_phone_by_layout_with_no_text_under_11_px(browser, site):
-    context = _context(browser, site, PHONE)
-    bad = {}
+def test_charts_fit_a_phone_by_layout_with_no_text_under_11_px(browser, site, reader_visits):
+    """Every drawn chart at 390 px, folds open, light palette (the reader's visit of
+    :func:`read_page`): it fits its column by layout (the calendar heatmap scrolls instead), its
+    SVG drawn at its own size, no text in it under 11 CSS px."""
+    context = reader(browser, site, PHONE)
+    bad, seen = {}, 0
     try:
         for path in _chart_paths(site):
-            page, problems = _open(context, site, path)
-            _read(page, problems, True)
-            for chart in page.evaluate(_CHART_TEXT):
+            visit = read_page(context, site, reader_visits, path, axe=False)
+            for chart in visit["charts"]:
+                seen += 1
                 fits = chart["kind"] == "heatmap" or chart["width"] <= chart["column"] + 1  # the calendar scrolls
                 if chart["texts"] == 0 or chart["smallest"] < MIN_CHART_FONT_PX or abs(chart["scale"] - 1) > 0.01 \
                         or not fits:
                     bad.setdefault(f"/{path}", []).append(chart)
-            assert not problems, problems
-            page.close()
+            assert not visit["problems"], visit["problems"]
     finally:
         context.close()
-    assert not bad, json.dumps(bad, indent=1)
+    assert seen and not bad, json.dumps(bad, indent=1)
 
 
 def test_without_javascript_a_chart_shows_at_its_natural_size_and_scrolls_on_a_phone(browser, site):
@@ -233,7 +285,7 @@ def test_without_javascript_a_chart_shows_at_its_natural_size_and_scrolls_on_a_p
     try:
         for path in _chart_paths(site)[:2]:
             page = context.new_page()
-            page.goto(site.url + path, wait_until="networkidle")
+            page.goto(site.url + path, wait_until="load")
             shown = page.evaluate("""async () => Promise.all(Array.from(
                 document.querySelectorAll('img[src$=".vega.svg"]'), async img => {
                   img.scrollIntoView();
@@ -279,15 +331,14 @@ def _static_charts(context, site: Site, path: str) -> list[dict]:
     ``kind`` (from its spec), ``svg`` (:data:`_SVG_TEXT`) and ``smallest``, its smallest text in
     CSS px as drawn on the page (the SVG's font size times its drawn scale)."""
     page = context.new_page()
-    page.goto(site.url + path, wait_until="networkidle")
+    page.goto(site.url + path, wait_until="load")
     page.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true; })")
     images = page.evaluate(_STATIC_CHARTS)
+    for img in images:  # each SVG opened on its own, one after another in the same tab
+        page.goto(img["src"])
+        img["svg"] = page.evaluate(_SVG_TEXT)
     page.close()
     for img in images:
-        svg = context.new_page()
-        svg.goto(img["src"])
-        img["svg"] = svg.evaluate(_SVG_TEXT)
-        svg.close()
         stem = re.sub(r"\.vega(\.narrow)?\.svg$", "", img["src"][len(site.url):])
         img["kind"] = json.loads((site.root / f"{stem}.vega.json").read_text()).get("usermeta", {}).get(
             "worklog", {}).get("kind")
@@ -340,7 +391,7 @@ def test_math_reads_without_javascript(browser, site):
     try:
         for path in with_math:
             page = context.new_page()
-            page.goto(site.url + path, wait_until="networkidle")
+            page.goto(site.url + path, wait_until="load")
             page.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true; })")
             math = page.evaluate(r"""() => {
               const formulas = Array.from(document.querySelectorAll(".arithmatex"));

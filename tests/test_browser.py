@@ -138,10 +138,12 @@ def _context(browser, site: Site, viewport: dict, javascript: bool = True):
     return context
 
 
-def _open(context, site: Site, path: str):
-    """Open ``path`` and wait for the network to settle. Returns ``(page, problems)``,
-    ``problems`` being a live list of every console error, uncaught exception,
-    failed or 4xx/5xx request and request that leaves the site."""
+def _open(context, site: Site, path: str, wait_until: str = "networkidle"):
+    """Open ``path`` and wait for the network to settle (``wait_until``: Playwright's
+    ``"networkidle"``, half a second without a request; ``"load"``, the load event, for a caller
+    that waits for what it reads itself). Returns ``(page, problems)``, ``problems`` being a live
+    list of every console error, uncaught exception, failed or 4xx/5xx request and request that
+    leaves the site."""
     page = context.new_page()
     problems: list[str] = []
     page.on("console", lambda msg: msg.type == "error" and problems.append(
@@ -152,7 +154,7 @@ def _open(context, site: Site, path: str):
     page.on("requestfailed", lambda req: req.url.startswith(site.url) and problems.append(
         f"request failed: {req.url} ({req.failure})"))
     page.on("response", lambda resp: resp.status >= 400 and problems.append(f"HTTP {resp.status}: {resp.url}"))
-    page.goto(site.url + path, wait_until="networkidle")
+    page.goto(site.url + path, wait_until=wait_until)
     return page, problems
 
 
