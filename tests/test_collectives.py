@@ -48,8 +48,21 @@ from interpreted import run_for_sm90  # noqa: E402
 pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="no gloo")
 
 
+def _lesson() -> dict:
+    """The notebook's CPU lesson over gloo. About one launch in 15 on this 2-core machine, a gloo
+    worker aborts ("terminate called without an active exception", SIGABRT) a second or so into
+    the run, before this change to the workers too (commit 255e698): not understood yet. That one crash, and only
+    it, gets one more launch; any other failure, or a second abort, fails the test."""
+    try:
+        return cw.run("lesson", world=2)
+    except torch.multiprocessing.ProcessExitedException as exc:
+        if "SIGABRT" not in str(exc):
+            raise
+        return cw.run("lesson", world=2)
+
+
 def test_collectives_ring_and_data_parallel_variants_over_gloo():
-    result = cw.run("lesson", world=2)
+    result = _lesson()
     rows = {r["op"]: r["rel_err"] for r in result["collectives"]["rows"]}
     assert set(rows) == set(cw.OPS) | {"ring (send/recv)"}
     assert all(err < 1e-6 for err in rows.values()), rows
