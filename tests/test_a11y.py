@@ -127,11 +127,9 @@ def read_page(context, site: Site, reader_visits: Path, path: str, axe: bool = T
 
 
 def reader(browser, site: Site, viewport: dict, scheme: str = "light"):
-    """A browser context for :func:`read_page`: ``viewport``, the ``prefers-color-scheme`` a
-    reader's system sets (``"light"`` or ``"dark"``), no request leaving the site."""
-    context = browser.new_context(viewport=viewport, color_scheme=scheme)
-    context.set_default_timeout(TIMEOUT_MS)
-    context.route(lambda url: not url.startswith(site.url), lambda route: route.abort("blockedbyclient"))
+    """A browser context for :func:`read_page` (``test_browser._context`` at ``viewport`` in
+    ``scheme``), named for the visits it keeps."""
+    context = _context(browser, site, viewport, scheme=scheme)
     READERS[context] = f"{viewport['width']}x{viewport['height']}-{scheme}"
     return context
 

@@ -130,9 +130,10 @@ def site(browser, project_build):
         thread.join()
 
 
-def _context(browser, site: Site, viewport: dict, javascript: bool = True):
-    """A fresh browser context (light scheme, JavaScript on or off) that lets no request leave the site."""
-    context = browser.new_context(viewport=viewport, color_scheme="light", java_script_enabled=javascript)
+def _context(browser, site: Site, viewport: dict, javascript: bool = True, scheme: str = "light"):
+    """A fresh browser context (the ``prefers-color-scheme`` a reader's system sets, ``"light"`` or
+    ``"dark"``; JavaScript on or off) that lets no request leave the site."""
+    context = browser.new_context(viewport=viewport, color_scheme=scheme, java_script_enabled=javascript)
     context.set_default_timeout(TIMEOUT_MS)
     context.route(lambda url: not url.startswith(site.url), lambda route: route.abort("blockedbyclient"))
     return context
