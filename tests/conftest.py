@@ -50,6 +50,13 @@ def project_dir() -> Path:
     return Path(os.environ.get("WORKLOG_GEN_TEST_PROJECT") or REPO).resolve()
 
 
+def _run_folder(request, tmp_path_factory) -> Path:
+    """The temporary folder of the whole run, the same for every pytest-xdist worker (a worker's
+    own is one below it)."""
+    shared = tmp_path_factory.getbasetemp()
+    return shared.parent if hasattr(request.config, "workerinput") else shared
+
+
 @pytest.fixture(scope="session")
 def project_build(request, tmp_path_factory) -> ProjectBuild:
     """``mkdocs build --strict`` of :func:`project_dir` from the committed freeze store, made once
@@ -59,9 +66,7 @@ def project_build(request, tmp_path_factory) -> ProjectBuild:
     all read the same folder. Raises MkDocs' ``Abort`` when the strict build warns."""
     from filelock import FileLock
 
-    shared = tmp_path_factory.getbasetemp()
-    if hasattr(request.config, "workerinput"):  # an xdist worker: the run's folder is one up
-        shared = shared.parent
+    shared = _run_folder(request, tmp_path_factory)
     root, summary = shared / "project-site", shared / "project-site.json"
     with FileLock(str(shared / "project-site.lock")):
         if not summary.is_file():
@@ -226,9 +231,6 @@ def points() -> list[RooflinePoint]:
 def reader_visits(request, tmp_path_factory) -> Path:
     """The folder where each reader's visit (``test_a11y.read_page``) is kept for the whole run,
     shared by the pytest-xdist workers (the run's folder, as :func:`project_build` shares the site)."""
-    shared = tmp_path_factory.getbasetemp()
-    if hasattr(request.config, "workerinput"):
-        shared = shared.parent
-    folder = shared / "a11y-visits"
+    folder = _run_folder(request, tmp_path_factory) / "a11y-visits"
     folder.mkdir(exist_ok=True)
     return folder

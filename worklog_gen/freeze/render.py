@@ -111,11 +111,13 @@ def _with_unit(value: float, unit: str, *, measured: bool = True) -> str:
     return f"{text} {table_cell(unit)}".strip()
 
 
-def _goal(h: Headline) -> str:
+def _goal(h: Headline, unit: bool = True) -> str:
+    """``≥ 1.05×, met``: the goal (with its unit, or only the ``×`` of a ratio without ``unit``) and the verdict."""
     if h.goal is None:
         return "—"
     verdict = "met" if h.met else "**missed**"
-    return f"{h.goal_op.replace('>=', '≥').replace('<=', '≤')} {_with_unit(h.goal, h.unit, measured=False)}, {verdict}"
+    goal = _with_unit(h.goal, h.unit, measured=False) if unit or h.unit == "x" else number(h.goal)
+    return f"{h.goal_op.replace('>=', '≥').replace('<=', '≤')} {goal}, {verdict}"
 
 
 def _goals(records: list[FreezeRecord], name: str, labels: list[str]) -> str:
@@ -135,9 +137,7 @@ def _goals(records: list[FreezeRecord], name: str, labels: list[str]) -> str:
         return f"{goal}: " + ", ".join("met" if h.met else "**missed**" for _, h in with_goal)
     if len(with_goal) == len(records):
         # a goal per run (a goal per number of GPUs): each with its verdict, in column order, the unit once
-        first = _goal(with_goal[0][1])
-        rest = [_goal(h).replace(f" {table_cell(h.unit)},", ",") if h.unit != "x" else _goal(h) for _, h in with_goal[1:]]
-        return "; ".join([first, *rest])
+        return "; ".join(_goal(h, unit=i == 0) for i, (_, h) in enumerate(with_goal))
     return "; ".join(f"{_goal(h)} on {label}" for label, h in with_goal)
 
 
