@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,6 +111,7 @@ def _dump(node) -> str:
     return repr(node)
 
 
+@functools.lru_cache(maxsize=1024)
 def code_fingerprint(source: str) -> str:
     """sha256 of ``source``'s code: its syntax tree without docstrings, positions or comments
     (:func:`_dump`), with IPython magic lines kept as text beside it. Source that is not Python
