@@ -37,7 +37,9 @@ ENV = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOM
 ENV["NO_MKDOCS_2_WARNING"] = "1"  # Material's documented switch for its end-of-life banner
 """Subprocesses see no PYTHONPATH, so nothing is imported from this checkout by accident."""
 
-pytestmark = pytest.mark.release
+pytestmark = [pytest.mark.release, pytest.mark.xdist_group("release")]
+"""One worker for the module: two builds at once in one source tree race on its build folders
+(a worker's sdist lost a file the other's had just moved), and one build serves every test."""
 
 
 def run(*args, cwd: Path = REPO, env: dict[str, str] | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
@@ -79,7 +81,9 @@ def test_the_sdist_and_the_wheel_carry_the_static_assets_and_the_init_templates(
     for rel in package_data():
         assert rel in wheel, f"the wheel lacks {rel}"
         assert rel in in_sdist, f"the sdist lacks {rel}"
-    assert {"README.md", "CHANGELOG.md", "pyproject.toml", "PKG-INFO"} <= in_sdist
+    assert {"README.md", "CHANGELOG.md", "LICENSE", "pyproject.toml", "PKG-INFO"} <= in_sdist
+    # the licence text travels with the wheel too (PEP 639: .dist-info/licenses/)
+    assert any(name.endswith(".dist-info/licenses/LICENSE") for name in wheel), sorted(wheel)[-8:]
     assert not [name for name in in_sdist if name.startswith(LEFT_OUT)]
     assert dist["sdist"].stat().st_size < SDIST_LIMIT, f"{dist['sdist'].stat().st_size} bytes"
 
