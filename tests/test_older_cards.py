@@ -55,6 +55,7 @@ NOT_FOR_OLDER_CARDS = {
     "persistent_matmul": "TMA tensor descriptors and warp specialization",
     "flash_attention": "tl.make_tensor_descriptor (TMA) and tl.range(warp_specialize=True)",
     "flash_attention_backward": "flash_attention's TMA forward",
+    "flash_attention_3": "Gluon's TMA, wgmma and setmaxnreg, written by hand",
     "moe": "TMA grouped GEMM on host TensorDescriptors, torch._grouped_mm",
     "moe_backward": "the forward's TMA grouped GEMM, torch._grouped_mm",
 }

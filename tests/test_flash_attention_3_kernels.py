@@ -1,0 +1,134 @@
+"""The FlashAttention-3 notebook's Gluon kernels, compiled for sm_90 on the CPU.
+
+Gluon has no interpreter, so nothing here runs a kernel: a child process (no ``TRITON_INTERPRET``)
+imports the notebook's cells tagged ``fa3`` (:func:`worklog_gen.kit.cells.import_cells`, as a
+reader's own notebook would) and compiles each version with ``triton.compile`` for an sm_90 target,
+Triton's own ``ptxas`` reporting registers and spills (``TRITON_DUMP_PTXAS_LOG=1``). What the design
+needs is asserted on the PTX: TMA copies in and out, ``wgmma`` for both matmuls, the register budgets
+moved by ``setmaxnreg`` (24 for the loading warp, 240 for the consumers) in the warp-specialized
+versions only, a consumer that waits with one matmul still in flight only where ``OVERLAP`` asks for
+it, no local-memory spills and shared memory within the SM's 227 KiB. The launcher's checks run on
+CPU tensors, before any launch.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from interpreted import run_for_sm90
+
+pytestmark = pytest.mark.xdist_group("flash_attention_3_kernels")
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOK = REPO / "notebooks" / "flash_attention_3.py"
+
+COMPILE = r'''
+import contextlib, io, json, os, re, sys
+os.environ["WORKLOG_GEN_NOTEBOOK_DIR"] = sys.argv[1]
+import torch
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon._runtime import GluonASTSource
+from worklog_gen.kit.cells import import_cells
+
+nb = import_cells("flash_attention_3.py", tag="fa3")
+
+
+def descriptor(rows, d):
+    block = [1, rows, d]
+    return f"tensordesc<bf16{block},{gl.NVMMASharedLayout.get_default_for(block, gl.bfloat16)!r}>"
+
+
+def compiled(fn, consts, q_rows, d, **options):
+    sig = {}
+    for arg in fn.arg_names:
+        if arg in consts:
+            sig[arg] = "constexpr"
+        elif arg.endswith("_desc"):
+            sig[arg] = descriptor(128 if arg in ("k_desc", "v_desc") else q_rows, d)
+        else:
+            sig[arg] = {"lse_ptr": "*fp32", "qk_scale": "fp32"}.get(arg, "i32")
+    log = io.StringIO()
+    with contextlib.redirect_stdout(log):
+        kernel = triton.compile(GluonASTSource(fn, sig, consts), target=GPUTarget("cuda", 90, 32), options=options)
+    ptx, text = kernel.asm["ptx"], log.getvalue()
+    return {"shared": kernel.metadata.shared,
+            "spills": sum(int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", text)),
+            "ptxas": bool(re.search(r"Used \d+ registers", text)),
+            "setmaxnreg": sorted({f"{op} {r}" for op, r in re.findall(r"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32\s+(\d+)", ptx)}),
+            "wgmma": ptx.count("wgmma.mma_async"),
+            "waits": sorted({int(w) for w in re.findall(r"wgmma\.wait_group\.sync\.aligned\s+(\d+)", ptx)}),
+            "tma_in": "cp.async.bulk.tensor.3d.shared" in ptx, "tma_out": "cp.async.bulk.tensor.3d.global.shared" in ptx,
+            "mbarrier": "mbarrier.try_wait" in ptx}
+
+
+out = {}
+final = list(nb.VERSIONS)[-1]
+for name, cfg in nb.VERSIONS.items():  # every step without the mask; the final one causal too, and at d = 64
+    for causal, d in ([(False, 128), (True, 128), (False, 64)] if name == final else [(False, 128)]):
+        key = f"{name} causal={causal} d={d}"
+        if cfg["version"] == "gluon":
+            out[key] = compiled(nb.attention_fwd_gluon, dict(CAUSAL=causal, NUM_STAGES=cfg["num_stages"], num_warps=8),
+                                128, d, num_warps=8)
+        else:
+            consts = dict(CAUSAL=causal, NUM_STAGES=cfg["num_stages"], REVERSE=causal, CONSUMER_REGS=240,
+                          LOADER_REGS=24, **nb.SCHEDULES[cfg["version"]])
+            out[key] = compiled(nb.attention_fwd_ws, consts, 64, d, num_warps=4, maxnreg=168)
+        out[key]["overlap"] = nb.SCHEDULES.get(cfg["version"], {}).get("OVERLAP", False)
+        out[key]["specialized"] = cfg["version"] != "gluon"
+
+errors = {}
+q = torch.randn(1, 2, 64, 128, dtype=torch.bfloat16)
+for what, args, kwargs in (("fp32", [q.float()] * 3, {}), ("d=32", [q[..., :32].contiguous()] * 3, {}),
+                           ("shapes", [q, q, q[:, :, :32]], {}), ("version", [q] * 3, {"version": "tl"}),
+                           ("strided", [q.transpose(2, 3)] * 3, {})):
+    try:
+        nb.attention_forward_gluon(*args, **kwargs)
+        errors[what] = None
+    except ValueError as exc:
+        errors[what] = str(exc)
+print(json.dumps({"kernels": out, "errors": errors}))
+'''
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> dict:
+    """Every version compiled in one child, with a Triton cache of its own so that ptxas runs and reports."""
+    return run_for_sm90(COMPILE, str(NOTEBOOK.parent), TRITON_DUMP_PTXAS_LOG="1", TRITON_DEFAULT_FP_FUSION="1",
+                        TRITON_CACHE_DIR=str(tmp_path_factory.mktemp("triton-cache")))
+
+
+def test_every_version_compiles_for_sm90_with_tma_wgmma_and_no_spills(built):
+    kernels = built["kernels"]
+    assert len(kernels) == 7, sorted(kernels)  # 5 versions; the last causal and at d = 64 too
+    for key, k in kernels.items():
+        assert k["ptxas"], f"{key}: ptxas reported nothing"
+        assert k["spills"] == 0, f"{key}: {k['spills']} bytes spilled"
+        assert k["shared"] <= 227 * 1024, f"{key}: {k['shared']} B of shared memory"
+        assert k["tma_in"] and k["tma_out"] and k["mbarrier"], key
+        assert k["wgmma"] > 0, key
+
+
+def test_only_the_specialized_versions_move_registers_to_the_consumers(built):
+    for key, k in built["kernels"].items():
+        if k["specialized"]:  # the loading warp gives its registers away; the consumers take 240
+            assert {"dec 24", "inc 240"} <= set(k["setmaxnreg"]), (key, k["setmaxnreg"])
+        else:
+            assert k["setmaxnreg"] == [], (key, k["setmaxnreg"])
+
+
+def test_only_the_overlapped_versions_wait_with_a_matmul_in_flight(built):
+    """OVERLAP: the softmax starts once S is done, while P V is still running (wait_group 1)."""
+    for key, k in built["kernels"].items():
+        assert (1 in k["waits"]) == k["overlap"], (key, k["waits"])
+        assert 0 in k["waits"], key
+
+
+def test_bad_input_is_a_clear_error_before_any_launch(built):
+    errors = built["errors"]
+    assert "bf16 or fp16" in errors["fp32"] and "d 64 or 128" in errors["d=32"]
+    assert "(B, H, N, d)" in errors["shapes"]
+    assert "'tl'" in errors["version"]
+    assert "contiguous" in errors["strided"]
