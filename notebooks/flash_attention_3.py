@@ -54,8 +54,9 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from worklog_gen.kit.attention import sdpa, sdpa_backends
 from worklog_gen.kit.cells import import_cells
+from worklog_gen.kit.charts import benchmark_chart
 from worklog_gen.kit.markdown import prose, table
-from worklog_gen.kit.measure import gpu_info, tflops
+from worklog_gen.kit.measure import bench, gpu_info, tflops
 from worklog_gen.kit.notebook import headline, interpret_mode, save_data
 from worklog_gen.kit.paired import paired_ratio
 from worklog_gen.kit.power import clock_split
@@ -497,6 +498,34 @@ if GPU:
     display(table(step_rows, formats={"TFLOP/s": ".0f", "% of cuDNN": ".0f"},
                   caption=f"bf16, B={b} H={H} N={n} d={D}; % of cuDNN: cuDNN's forward time / this one's, "
                           "median of 5 pairs (spread: the smallest and largest pair)"))
+
+# %% [markdown]
+# Over N from 1k to 16k at B·H·N = 16k·32, the final version and its peers, each checked against cuDNN
+# and then timed alone (median, with the 20–80 % band):
+
+# %% tags=["hide-input"] summary="The sweep over N: the final version and its peers"
+sweep_rows = []
+if GPU:
+    final = VERSIONS[list(VERSIONS)[-1]]
+    for causal in (False, True):
+        for n in (1024, 2048, 4096, 8192, 16384):
+            b = TOKENS // (H * n)
+            q, k, v = (torch.randn(b, H, n, D, device=DEVICE, dtype=torch.bfloat16) for _ in range(3))
+            runs = {"gluon fa3": lambda: attention_forward_gluon(q, k, v, causal, **final)[0],
+                    "sdpa cudnn": lambda: cudnn(q, k, v, causal), "sdpa flash": lambda: fa2(q, k, v, causal),
+                    "triton flash": lambda: forward.attention_forward(q, k, v, causal, **TRITON_CFG[causal])[0]}
+            ref = runs["sdpa cudnn"]()
+            for name, fn in runs.items():
+                assert ((fn().float() - ref.float()).norm() / ref.float().norm()).item() < TOL, (name, n, causal)
+                t, f = bench(fn), attention_flops(b, H, n, D, causal)
+                sweep_rows.append({"provider": name, "causal": causal, "n": n, "ms": t.ms, "tflops": tflops(f, t.ms),
+                                   "tflops_lo": tflops(f, t.ms_hi), "tflops_hi": tflops(f, t.ms_lo)})
+    save_data("sweep.csv", sweep_rows)
+    for causal in (False, True):
+        display(benchmark_chart([r for r in sweep_rows if r["causal"] == causal], x="n", y="tflops",
+                                y_lo="tflops_lo", y_hi="tflops_hi", xlabel="sequence length N", ylabel="TFLOP/s",
+                                title=f"bf16 attention forward, d={D}, {'causal' if causal else 'not causal'}, "
+                                      f"B·H·N = 16k·32, {INFO['device']}"))
 
 # %% [markdown]
 # ## 5. The headlines, paired

@@ -735,6 +735,8 @@ if GPU:
 # - **overlap inside a warp group:** the exponentials of the next block run while the tensor cores
 #   finish this one's matmuls, scheduled by hand. `tl` has no way to ask for it; Gluon
 #   (`triton.experimental.gluon`), which exposes warp groups and asynchronous `wgmma`, does.
+#
+# Next: [FlashAttention-3 in Gluon](flash-attention-3.md) writes these by hand, the forward first.
 
 # %% [markdown]
 # ## 12. What we measured, against the prediction
