@@ -172,11 +172,12 @@ def test_other_installed_pythons_fingerprint_this_repository_alike(version):
 
 
 def test_a_notebook_whose_cells_another_imports_stales_both_on_a_code_change_and_neither_on_prose(copy):
-    """The backward topic runs the forward topic's cells tagged "forward" (kit.cells.import_cells), so
-    its hash covers that notebook's code; the forward's markdown and tags are not code."""
+    """The backward and FlashAttention-3 topics run the forward topic's cells tagged "forward"
+    (kit.cells.import_cells), so their hashes cover that notebook's code; its markdown and tags are not code."""
     forward = copy / "notebooks" / "flash_attention.py"
     before = hashes(copy)
-    assert "notebooks/flash_attention.py" in before["flash-attention-backward"].files
+    importers = {"flash-attention-backward", "flash-attention-3"}
+    assert {topic for topic in before if "notebooks/flash_attention.py" in before[topic].files} == importers
     text = forward.read_text()
     forward.write_text(text.replace("# # FlashAttention\n", "# # FlashAttention, reworded\n", 1)
                        .replace('tags=["forward"]', 'tags=["forward", "hide-input"]', 1))
@@ -184,6 +185,6 @@ def test_a_notebook_whose_cells_another_imports_stales_both_on_a_code_change_and
     forward.write_text(text.replace("TOKENS = 16384 * 32", "TOKENS = 16384 * 16", 1))
     after = hashes(copy)
     stale = {topic for topic in before if after[topic].hexdigest != before[topic].hexdigest}
-    assert stale == {"flash-attention", "flash-attention-backward"}
+    assert stale == {"flash-attention"} | importers
     assert explain_change(before["flash-attention-backward"].parts, after["flash-attention-backward"].parts, []) \
         == ["module notebooks/flash_attention.py changed"]
