@@ -31,8 +31,9 @@
 #   the first to the others (`setmaxnreg`);
 # - **ping-pong** of the two consumers, and **overlap inside a warpgroup** of the softmax with the
 #   matmuls;
-# - where this forward stops against cuDNN, and why the backward (dQ by TMA's bulk reduction) is not on
-#   this page yet.
+# - the **backward** in one pass over the queries per block of keys: two consumer warpgroups that share
+#   $dS$ through shared memory, and $dQ$ added by atomics, since Gluon 3.6 has no TMA bulk reduction;
+# - where each pass stops against cuDNN, in registers, clock and work per clock.
 
 # %% tags=["hide-input", "fa3"] summary="Imports and settings; the forward topic's reference and FLOP count"
 import math
@@ -52,7 +53,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 )
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-from worklog_gen.kit.attention import sdpa, sdpa_backends
+from worklog_gen.kit.attention import backward_only, flex_attention, sdpa, sdpa_backends
 from worklog_gen.kit.cells import import_cells
 from worklog_gen.kit.charts import benchmark_chart
 from worklog_gen.kit.markdown import prose, table
@@ -65,6 +66,9 @@ from worklog_gen.kit.power import clock_split
 # Triton kernels, run here as a module.
 forward = import_cells("flash_attention.py", tag="forward")
 naive_attention, attention_flops = forward.naive_attention, forward.attention_flops
+# The backward topic's cells tagged "backward": its Δ kernel (rowsum(O dO)) and its tuned Triton
+# backward, run here as a peer.
+backward = import_cells("flash_attention_backward.py", tag="backward")
 
 TOPIC = "flash-attention-3"
 GPU = not interpret_mode()
@@ -557,22 +561,468 @@ if GPU:
     save_data("headline_pairs.json", {("causal" if c else "full"): vars(p) for c, p in heads.items()})
 
 # %% [markdown]
-# ## 6. Where it stops
+# ## 6. The backward: one pass over the queries per block of keys
 #
-# What the compiler made of each version (registers per thread at launch, before `setmaxnreg` moves
-# them; spills; shared memory; the `setmaxnreg` and `wgmma` instructions in its PTX), and the forward
-# topic's split of throughput into SMs × clock × work per clock, sampled while the final version and
-# cuDNN each run for a few seconds (cuDNN, Gluon, Gluon, cuDNN).
+# Each program owns 128 keys and keeps their $dK$ and $dV$ in registers while it walks every block of 64
+# queries (from the diagonal on, if causal). Per block, five matmuls, as the backward topic counts them,
+# all written transposed so that a key is a row: $S^\top = K Q^\top$, $dP^\top = V\,dO^\top$,
+# $P^\top = 2^{S^\top c - \text{lse}}$, $dV \mathrel{+}= P^\top dO$, $dS^\top = P^\top \circ (dP^\top - \Delta)$,
+# $dK \mathrel{+}= dS^\top Q$, and this block's share of $dQ = dS\,K$, read back from shared memory
+# transposed and added in fp32 to a buffer every key block of the head adds to.
+#
+# - **Version 1**: 8 warps, nothing specialized, the $Q$ and $dO$ blocks in a ring refilled by the same
+#   warps, each matmul waited for.
+# - **Version 2**: FlashAttention-3's split: a loading warp (24 registers) and two consumer warpgroups
+#   of 64 keys each (240). Each issues $S^\top$ and $dP^\top$ together, computes $P^\top$ while $dP^\top$
+#   runs, and issues $dV$ and $dK$ without waiting. For $dQ$ both halves of $dS$ are needed: each
+#   consumer writes its half to shared memory and arrives on an mbarrier, then computes half of $dQ$'s
+#   columns from the whole of $dS$ (two $dS$ buffers, so one consumer can run a block ahead).
+#
+# **What Gluon 3.6 cannot say.** FlashAttention-3 adds $dQ$ with TMA's bulk reduction
+# (`cp.reduce.async.bulk.tensor`), one instruction for the tile, issued by a warp of its own. Gluon's
+# TMA module in this Triton has no such operation (section 10 lists it at run time), so the consumers
+# add $dQ$ with `gl.atomic_add`, one `red.global.add.f32` per element, 32 per thread per block.
+#
+# Two register lessons from compiling it for sm_90 with the device's Triton 3.6 (`ptxas -v`): a vector
+# indexed by *query* is a column of the transposed accumulator, 16 values per thread, so loading the
+# log-sum-exp and $\Delta$ straight into that layout costs 16 addresses each; they are loaded one per
+# thread and moved (`_row_vector`), which took the consumers from 696 bytes of spills a thread to 76
+# (not to zero: section 9). And the atomics' buffer is padded to whole blocks of 64 rows, so they need
+# no mask.
+
+# %% tags=["fa3"]
+@gluon.jit
+def _row_vector(ptr, q0, n, BLOCK_M: gl.constexpr, layout: gl.constexpr):
+    """ptr[q0 : q0 + BLOCK_M] (0 past n), loaded one element per thread, then moved to ``layout``."""
+    flat: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])
+    offs = q0 + gl.arange(0, BLOCK_M, layout=flat)
+    return gl.convert_layout(gl.load(ptr + offs, mask=offs < n, other=0.0), layout)
+
+
+@gluon.jit
+def _causal_pt(pt, key0, q0):
+    """P^T (keys key0.. by queries q0..) with zeros where a key comes after the query."""
+    layout: gl.constexpr = pt.type.layout
+    keys = key0 + gl.arange(0, pt.shape[0], layout=gl.SliceLayout(1, layout))
+    cols = q0 + gl.arange(0, pt.shape[1], layout=gl.SliceLayout(0, layout))
+    return gl.where(gl.expand_dims(cols, 0) >= gl.expand_dims(keys, 1), pt, 0.0)
+
+
+@gluon.jit
+def _dq_add(dq_ptr, dq, q0, col0, HEAD_DIM: gl.constexpr):
+    """dq_ptr[q0 + r, col0 + c] += dq[r, c] (fp32, relaxed); the buffer's rows are padded to whole blocks."""
+    layout: gl.constexpr = dq.type.layout
+    rows = gl.arange(0, dq.shape[0], layout=gl.SliceLayout(1, layout))
+    cols = gl.arange(0, dq.shape[1], layout=gl.SliceLayout(0, layout))
+    ptrs = (dq_ptr + (q0 * HEAD_DIM + col0)) + (gl.expand_dims(rows, 1) * HEAD_DIM + gl.expand_dims(cols, 0))
+    gl.atomic_add(ptrs, dq, sem="relaxed")
+
+
+@gluon.jit
+def _store_rows(ptr, x, row0, n, bh, HEAD_DIM: gl.constexpr):
+    """ptr[bh, row0 + r, :] = x[r, :] for rows below n: dK and dV, once per program."""
+    layout: gl.constexpr = x.type.layout
+    rows = row0 + gl.arange(0, x.shape[0], layout=gl.SliceLayout(1, layout))
+    cols = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, layout))
+    offs = bh.to(gl.int64) * n * HEAD_DIM + gl.expand_dims(rows, 1) * HEAD_DIM + gl.expand_dims(cols, 0)
+    gl.store(ptr + offs, x, mask=gl.expand_dims(rows < n, 1))
+
+
+@gluon.jit
+def attention_bwd_gluon(q_desc, k_desc, v_desc, do_desc, dq_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr, sm_scale,
+                        qk_scale, n, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, num_warps: gl.constexpr):
+    BLOCK_M: gl.constexpr = q_desc.block_type.shape[1]
+    HEAD_DIM: gl.constexpr = q_desc.block_type.shape[2]
+    BLOCK_N: gl.constexpr = k_desc.block_type.shape[1]
+    dtype: gl.constexpr = q_desc.dtype
+    st_layout: gl.constexpr = wgmma_layout(num_warps, BLOCK_M)
+    kv_layout: gl.constexpr = wgmma_layout(num_warps, HEAD_DIM)
+    # dQ has 64 rows: the two warpgroups split its columns
+    dq_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, num_warps // 4],
+                                                        instr_shape=[16, HEAD_DIM // (num_warps // 4), 16])
+    a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=kv_layout, k_width=2)
+    bh = gl.program_id(1)
+    k0 = gl.program_id(0) * BLOCK_N
+
+    k_smem = gl.allocate_shared_memory(dtype, k_desc.block_type.shape, k_desc.layout)
+    v_smem = gl.allocate_shared_memory(dtype, v_desc.block_type.shape, v_desc.layout)
+    q_smem = gl.allocate_shared_memory(dtype, [NUM_STAGES] + q_desc.block_type.shape, q_desc.layout)
+    do_smem = gl.allocate_shared_memory(dtype, [NUM_STAGES] + do_desc.block_type.shape, do_desc.layout)
+    ds_smem = gl.allocate_shared_memory(dtype, [BLOCK_N, BLOCK_M],
+                                        gl.NVMMASharedLayout.get_default_for([BLOCK_N, BLOCK_M], dtype))
+    ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES + 1, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(NUM_STAGES + 1):
+        mbarrier.init(ready.index(i), count=1)
+
+    lo = k0 if CAUSAL else 0  # queries before the keys see none of them
+    steps = gl.cdiv(n - lo, BLOCK_M)
+    mbarrier.expect(ready.index(NUM_STAGES), 2 * k_desc.block_type.nbytes)
+    tma_load(k_desc, [bh, k0, 0], ready.index(NUM_STAGES), k_smem)
+    tma_load(v_desc, [bh, k0, 0], ready.index(NUM_STAGES), v_smem)
+    for i in gl.static_range(NUM_STAGES - 1):
+        if i < steps:
+            mbarrier.expect(ready.index(i), 2 * q_desc.block_type.nbytes)
+            tma_load(q_desc, [bh, lo + i * BLOCK_M, 0], ready.index(i), q_smem.index(i))
+            tma_load(do_desc, [bh, lo + i * BLOCK_M, 0], ready.index(i), do_smem.index(i))
+    mbarrier.wait(ready.index(NUM_STAGES), 0)
+    k = k_smem.reshape([BLOCK_N, HEAD_DIM])
+    v = v_smem.reshape([BLOCK_N, HEAD_DIM])
+    dk = gl.zeros([BLOCK_N, HEAD_DIM], gl.float32, layout=kv_layout)
+    dv = gl.zeros([BLOCK_N, HEAD_DIM], gl.float32, layout=kv_layout)
+    st_zero = gl.zeros([BLOCK_N, BLOCK_M], gl.float32, layout=st_layout)
+    dq_zero = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, layout=dq_layout)
+    lse_ptr += bh.to(gl.int64) * n
+    delta_ptr += bh.to(gl.int64) * n
+    dq_ptr += bh.to(gl.int64) * gl.cdiv(n, BLOCK_M) * BLOCK_M * HEAD_DIM
+    for i in range(steps):
+        ahead = i + NUM_STAGES - 1  # into the stage block i - 1 used, read by every warp (barrier below)
+        if ahead < steps:
+            mbarrier.expect(ready.index(ahead % NUM_STAGES), 2 * q_desc.block_type.nbytes)
+            tma_load(q_desc, [bh, lo + ahead * BLOCK_M, 0], ready.index(ahead % NUM_STAGES),
+                     q_smem.index(ahead % NUM_STAGES))
+            tma_load(do_desc, [bh, lo + ahead * BLOCK_M, 0], ready.index(ahead % NUM_STAGES),
+                     do_smem.index(ahead % NUM_STAGES))
+        stage = i % NUM_STAGES
+        mbarrier.wait(ready.index(stage), (i // NUM_STAGES) & 1)
+        q0 = lo + i * BLOCK_M
+        q = q_smem.index(stage).reshape([BLOCK_M, HEAD_DIM])
+        do = do_smem.index(stage).reshape([BLOCK_M, HEAD_DIM])
+        st = warpgroup_mma(k, q.permute((1, 0)), st_zero, use_acc=False)  # S^T = K Q^T: keys x queries
+        lse = _row_vector(lse_ptr, q0, n, BLOCK_M, gl.SliceLayout(0, st_layout))
+        pt = gl.exp2(st * qk_scale - gl.expand_dims(lse, 0))
+        if CAUSAL:
+            if q0 < k0 + BLOCK_N:  # only the blocks that cross the diagonal
+                pt = _causal_pt(pt, k0, q0)
+        dpt = warpgroup_mma(v, do.permute((1, 0)), st_zero, use_acc=False)  # dP^T = V dO^T
+        pt = pt.to(dtype)
+        dv = warpgroup_mma(gl.convert_layout(pt, a_layout), do, dv)  # dV += P^T dO
+        delta = _row_vector(delta_ptr, q0, n, BLOCK_M, gl.SliceLayout(0, st_layout))
+        dst = (pt.to(gl.float32) * (dpt - gl.expand_dims(delta, 0))).to(dtype)  # dS^T = P^T o (dP^T - delta)
+        dk = warpgroup_mma(gl.convert_layout(dst, a_layout), q, dk)  # dK += dS^T Q
+        ds_smem.store(dst)
+        fence_async_shared()
+        cta_barrier()
+        dq = warpgroup_mma(ds_smem.permute((1, 0)), k, dq_zero, use_acc=False)  # this block's share of dQ = dS K
+        _dq_add(dq_ptr, dq, q0, 0, HEAD_DIM)
+        cta_barrier()  # dS and this stage read by every warp before either is written again
+
+    _store_rows(dk_ptr, (dk * sm_scale).to(dtype), k0, n, bh, HEAD_DIM)
+    _store_rows(dv_ptr, dv.to(dtype), k0, n, bh, HEAD_DIM)
+
+
+# %% tags=["fa3"]
+@gluon.jit
+def _bwd_loader(q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
+                qdo_empty, bh, k0, lo, steps):
+    """One warp: this program's K and V, then Q and dO block after block into a ring of stages, each
+    stage waited for until both consumers have released it."""
+    BLOCK_M: gl.constexpr = q_desc.block_type.shape[1]
+    NUM_STAGES: gl.constexpr = q_smem.shape[0]
+    mbarrier.expect(kv_ready, 2 * k_desc.block_type.nbytes)
+    tma_load(k_desc, [bh, k0, 0], kv_ready, k_smem)
+    tma_load(v_desc, [bh, k0, 0], kv_ready, v_smem)
+    for i in range(steps):
+        stage = i % NUM_STAGES
+        mbarrier.wait(qdo_empty.index(stage), ((i // NUM_STAGES) & 1) ^ 1)  # a fresh barrier passes phase 1
+        mbarrier.expect(q_ready.index(stage), q_desc.block_type.nbytes)
+        tma_load(q_desc, [bh, lo + i * BLOCK_M, 0], q_ready.index(stage), q_smem.index(stage))
+        mbarrier.expect(do_ready.index(stage), do_desc.block_type.nbytes)
+        tma_load(do_desc, [bh, lo + i * BLOCK_M, 0], do_ready.index(stage), do_smem.index(stage))
+
+
+@gluon.jit
+def _bwd_consumer(q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
+                  qdo_empty, ds_smem, ds_full, dq_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr, sm_scale, qk_scale, n,
+                  bh, k0, lo, steps, WHICH: gl.constexpr, CAUSAL: gl.constexpr, DQ_EARLY: gl.constexpr):
+    """One warpgroup: its 64 of the program's keys against every block of queries; their dK and dV, and
+    half of dQ's columns from both warpgroups' dS."""
+    BLOCK_M: gl.constexpr = q_desc.block_type.shape[1]
+    HEAD_DIM: gl.constexpr = q_desc.block_type.shape[2]
+    HALF: gl.constexpr = k_desc.block_type.shape[1] // 2
+    NUM_STAGES: gl.constexpr = q_smem.shape[0]
+    dtype: gl.constexpr = q_desc.dtype
+    st_layout: gl.constexpr = wgmma_layout(4, BLOCK_M)
+    kv_layout: gl.constexpr = wgmma_layout(4, HEAD_DIM)
+    dq_layout: gl.constexpr = wgmma_layout(4, HEAD_DIM // 2)
+    a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=kv_layout, k_width=2)
+    mbarrier.wait(kv_ready, 0)
+    k_all = k_smem.reshape([2 * HALF, HEAD_DIM])
+    k = k_all.slice(WHICH * HALF, HALF, dim=0)
+    v = v_smem.reshape([2 * HALF, HEAD_DIM]).slice(WHICH * HALF, HALF, dim=0)
+    k_cols = k_all.slice(WHICH * (HEAD_DIM // 2), HEAD_DIM // 2, dim=1)  # dQ = dS K: this warpgroup's columns
+    key0 = k0 + WHICH * HALF
+    dk = gl.zeros([HALF, HEAD_DIM], gl.float32, layout=kv_layout)
+    dv = gl.zeros([HALF, HEAD_DIM], gl.float32, layout=kv_layout)
+    st_zero = gl.zeros([HALF, BLOCK_M], gl.float32, layout=st_layout)
+    dq_zero = gl.zeros([BLOCK_M, HEAD_DIM // 2], gl.float32, layout=dq_layout)
+    lse_ptr += bh.to(gl.int64) * n
+    delta_ptr += bh.to(gl.int64) * n
+    dq_ptr += bh.to(gl.int64) * gl.cdiv(n, BLOCK_M) * BLOCK_M * HEAD_DIM
+    for i in range(steps):
+        stage = i % NUM_STAGES
+        q0 = lo + i * BLOCK_M
+        q = q_smem.index(stage).reshape([BLOCK_M, HEAD_DIM])
+        do = do_smem.index(stage).reshape([BLOCK_M, HEAD_DIM])
+        mbarrier.wait(q_ready.index(stage), (i // NUM_STAGES) & 1)
+        st_tok = warpgroup_mma(k, q.permute((1, 0)), st_zero, use_acc=False, is_async=True)  # S^T = K Q^T
+        mbarrier.wait(do_ready.index(stage), (i // NUM_STAGES) & 1)
+        dpt_tok = warpgroup_mma(v, do.permute((1, 0)), st_zero, use_acc=False, is_async=True)  # dP^T = V dO^T
+        lse = _row_vector(lse_ptr, q0, n, BLOCK_M, gl.SliceLayout(0, st_layout))
+        st = warpgroup_mma_wait(num_outstanding=1, deps=(st_tok,))  # P^T while dP^T runs
+        pt = gl.exp2(st * qk_scale - gl.expand_dims(lse, 0))
+        if CAUSAL:
+            if q0 < key0 + HALF:
+                pt = _causal_pt(pt, key0, q0)
+        pt = pt.to(dtype)
+        delta = _row_vector(delta_ptr, q0, n, BLOCK_M, gl.SliceLayout(0, st_layout))
+        dpt = warpgroup_mma_wait(num_outstanding=0, deps=(dpt_tok,))
+        dv_tok = warpgroup_mma(gl.convert_layout(pt, a_layout), do, dv, is_async=True)  # dV += P^T dO
+        dst = (pt.to(gl.float32) * (dpt - gl.expand_dims(delta, 0))).to(dtype)  # dS^T = P^T o (dP^T - delta)
+        dk_tok = warpgroup_mma(gl.convert_layout(dst, a_layout), q, dk, is_async=True)  # dK += dS^T Q
+        buf = i % 2
+        ds_smem.index(buf).slice(WHICH * HALF, HALF, dim=0).store(dst)
+        fence_async_shared()
+        cta_barrier()  # this warpgroup's half of dS is written ...
+        mbarrier.arrive(ds_full.index(buf), count=1)  # ... and the other one may read it
+        if DQ_EARLY:  # dQ's matmul issued behind dV's and dK's, all three waited for together
+            mbarrier.wait(ds_full.index(buf), (i // 2) & 1)  # both halves written
+            dq_tok = warpgroup_mma(ds_smem.index(buf).permute((1, 0)), k_cols, dq_zero, use_acc=False, is_async=True)
+            dv, dk, dq = warpgroup_mma_wait(num_outstanding=0, deps=(dv_tok, dk_tok, dq_tok))
+            mbarrier.arrive(qdo_empty.index(stage), count=1)  # Q and dO of this stage read
+        else:
+            dv, dk = warpgroup_mma_wait(num_outstanding=0, deps=(dv_tok, dk_tok))
+            mbarrier.arrive(qdo_empty.index(stage), count=1)
+            mbarrier.wait(ds_full.index(buf), (i // 2) & 1)
+            dq = warpgroup_mma(ds_smem.index(buf).permute((1, 0)), k_cols, dq_zero, use_acc=False)  # dQ = dS K
+        _dq_add(dq_ptr, dq, q0, WHICH * (HEAD_DIM // 2), HEAD_DIM)
+
+    _store_rows(dk_ptr, (dk * sm_scale).to(dtype), key0, n, bh, HEAD_DIM)
+    _store_rows(dv_ptr, dv.to(dtype), key0, n, bh, HEAD_DIM)
+
+
+@gluon.jit
+def attention_bwd_ws(q_desc, k_desc, v_desc, do_desc, dq_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr, sm_scale,
+                     qk_scale, n, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, DQ_EARLY: gl.constexpr,
+                     CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr):
+    BLOCK_M: gl.constexpr = q_desc.block_type.shape[1]
+    BLOCK_N: gl.constexpr = k_desc.block_type.shape[1]
+    dtype: gl.constexpr = q_desc.dtype
+    bh = gl.program_id(1)
+    k0 = gl.program_id(0) * BLOCK_N
+    lo = k0 if CAUSAL else 0
+    steps = gl.cdiv(n - lo, BLOCK_M)
+    k_smem = gl.allocate_shared_memory(dtype, k_desc.block_type.shape, k_desc.layout)
+    v_smem = gl.allocate_shared_memory(dtype, v_desc.block_type.shape, v_desc.layout)
+    q_smem = gl.allocate_shared_memory(dtype, [NUM_STAGES] + q_desc.block_type.shape, q_desc.layout)
+    do_smem = gl.allocate_shared_memory(dtype, [NUM_STAGES] + do_desc.block_type.shape, do_desc.layout)
+    ds_smem = gl.allocate_shared_memory(dtype, [2, BLOCK_N, BLOCK_M],
+                                        gl.NVMMASharedLayout.get_default_for([BLOCK_N, BLOCK_M], dtype))
+    kv_ready = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    q_ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    do_ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    qdo_empty = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    ds_full = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    mbarrier.init(kv_ready, count=1)
+    for i in gl.static_range(NUM_STAGES):
+        mbarrier.init(q_ready.index(i), count=1)
+        mbarrier.init(do_ready.index(i), count=1)
+        mbarrier.init(qdo_empty.index(i), count=2)  # both consumers release a stage
+    for i in gl.static_range(2):
+        mbarrier.init(ds_full.index(i), count=2)  # both consumers write their half of dS
+    gl.warp_specialize([
+        (_bwd_consumer, (q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
+                         qdo_empty, ds_smem, ds_full, dq_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr, sm_scale, qk_scale,
+                         n, bh, k0, lo, steps, 0, CAUSAL, DQ_EARLY)),
+        (_bwd_consumer, (q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
+                         qdo_empty, ds_smem, ds_full, dq_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr, sm_scale, qk_scale,
+                         n, bh, k0, lo, steps, 1, CAUSAL, DQ_EARLY)),
+        (_bwd_loader, (q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
+                       qdo_empty, bh, k0, lo, steps)),
+    ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
+
+
+# %% tags=["hide-input", "fa3"] summary="The backward's launcher: Δ, the padded dQ buffer, the grid"
+BWD_VERSIONS = {
+    "1. Gluon, no specialization": dict(version="gluon"),
+    "2. + loading warp, two consumer warpgroups": dict(version="ws"),
+    "3. + a third stage": dict(version="ws", num_stages=3),
+    "4. two stages, dQ's matmul under dK's and dV's": dict(version="ws", dq_early=True),
+}
+"""The backward's steps (section 8), each one change to one before it."""
+
+
+def attention_backward_gluon(q, k, v, o, lse, do, causal: bool = False, *, version: str = "ws", num_stages: int = 2,
+                             dq_early: bool = False, consumer_regs: int = 240, loader_regs: int = 24,
+                             kernels: list | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """dQ, dK, dV (B, H, N, d), each like q, of softmax(Q K^T / sqrt(d)) V for the output gradient ``do``.
+    q, k, v, o, do: (B, H, N, d) contiguous CUDA tensors of one dtype (bf16 or fp16), d 64 or 128, any N >= 1;
+    lse (B, H, N) fp32 in log2 units, as :func:`attention_forward_gluon` returns it. version "gluon"
+    (version 1, 8 warps) or "ws" (a loading warp, two consumer warpgroups); num_stages: the Q, dO ring (2
+    or 3: 160 or 192 KiB of shared memory at d = 128); dq_early ("ws" only): dQ's matmul issued before dV's
+    and dK's are waited for. Δ = rowsum(O dO) comes from the backward topic's
+    kernel; dQ is summed in an fp32 buffer of whole 64-row blocks, then scaled and cast. The compiled
+    kernel is appended to ``kernels`` if given. Raises ValueError on bad inputs."""
+    if len({t.shape for t in (q, k, v, o, do)}) > 1 or q.dim() != 4 or len({t.dtype for t in (q, k, v, o, do)}) > 1:
+        raise ValueError(f"q, k, v, o, do must be (B, H, N, d) of one dtype: {q.shape} {k.shape} {v.shape} {o.shape} {do.shape}")
+    if lse.shape != q.shape[:3] or lse.dtype != torch.float32:
+        raise ValueError(f"lse must be (B, H, N) fp32, not {tuple(lse.shape)} {lse.dtype}")
+    if q.dtype not in (torch.bfloat16, torch.float16) or q.shape[-1] not in (64, 128):
+        raise ValueError(f"bf16 or fp16 with d 64 or 128, not {q.dtype} with d {q.shape[-1]}")
+    if not all(t.is_contiguous() for t in (q, k, v, o, do, lse)):
+        raise ValueError("q, k, v, o, do and lse must be contiguous")
+    if version not in ("gluon", "ws") or num_stages not in (2, 3):
+        raise ValueError(f"version {version!r}: 'gluon' or 'ws'; num_stages {num_stages}: 2 or 3")
+    B, H, N, d = q.shape
+    BLOCK_M, BLOCK_N = 64, 128
+    delta = torch.empty((B, H, N), device=q.device, dtype=torch.float32)
+    backward.attention_bwd_delta[(triton.cdiv(N, 64), B * H)](o, do, delta, N, HEAD_DIM=d, BLOCK_M=64)
+    dq_acc = torch.zeros((B * H, triton.cdiv(N, BLOCK_M) * BLOCK_M, d), device=q.device, dtype=torch.float32)
+    dk, dv = torch.empty_like(k), torch.empty_like(v)
+    q3, k3, v3, do3 = (t.view(B * H, N, d) for t in (q, k, v, do))
+    sm_scale = 1 / math.sqrt(d)
+    args = (_descriptor(q3, BLOCK_M), _descriptor(k3, BLOCK_N), _descriptor(v3, BLOCK_N), _descriptor(do3, BLOCK_M),
+            dq_acc, dk, dv, lse, delta, sm_scale, sm_scale * math.log2(math.e), N)
+    grid = (triton.cdiv(N, BLOCK_N), B * H)
+    if version == "gluon":
+        kernel = attention_bwd_gluon[grid](*args, CAUSAL=causal, NUM_STAGES=num_stages, num_warps=8)
+    else:  # 12 warps in all, as the forward's: the budgets must fit 3 x 128 x maxnreg
+        kernel = attention_bwd_ws[grid](*args, CAUSAL=causal, NUM_STAGES=num_stages, DQ_EARLY=dq_early,
+                                        CONSUMER_REGS=consumer_regs,
+                                        LOADER_REGS=loader_regs, num_warps=4,
+                                        maxnreg=(2 * consumer_regs + loader_regs) // 3 // 8 * 8)
+    if kernels is not None:
+        kernels.append(kernel)
+    dq = (dq_acc[:, :N] * sm_scale).to(q.dtype).view(B, H, N, d)
+    return dq, dk, dv
+
+
+# %% [markdown]
+# ## 7. Gradients checked
+#
+# Against autograd through the forward topic's naive attention in fp32, on the same (rounded) inputs:
+# $dQ$, $dK$ and $dV$, causal and not, at lengths no block divides; the warp-specialized versions at
+# bf16 and fp16 and d = 64 and 128, version 1 at bf16, d = 128. $O$ and the log-sum-exp come from this
+# page's forward.
+
+# %% tags=["hide-cell"] summary="Check every backward step against autograd through naive attention in fp32"
+BWD_CHECK_N = (129, 1000, 3001)
+gradient_rows = []
+if GPU:
+    cases = [(name, cfg, dtype, d) for name, cfg in BWD_VERSIONS.items() for dtype, d in
+             ([(torch.bfloat16, 128), (torch.bfloat16, 64), (torch.float16, 128), (torch.float16, 64)]
+              if cfg["version"] == "ws" else [(torch.bfloat16, 128)])]
+    for name, cfg, dtype, d in cases:
+        for causal in (False, True):
+            row = {"step": name, "dtype": str(dtype).removeprefix("torch."), "d": d, "causal": causal}
+            for n in BWD_CHECK_N:
+                q, k, v, do = (torch.randn(2, 3, n, d, device=DEVICE, dtype=dtype) for _ in range(4))
+                qf, kf, vf = (t.float().requires_grad_() for t in (q, k, v))
+                naive_attention(qf, kf, vf, causal).backward(do.float())
+                o, lse = attention_forward_gluon(q, k, v, causal)
+                grads = attention_backward_gluon(q, k, v, o, lse, do, causal, **cfg)
+                worst = max(((g.float() - r).norm() / r.norm()).item() for g, r in zip(grads, (qf.grad, kf.grad, vf.grad)))
+                assert worst < TOL, f"{row} N={n}: gradient relative error {worst:.2e}"
+                row[f"N={n}"] = worst
+            gradient_rows.append(row)
+    save_data("gradients.csv", gradient_rows)
+    display(table(gradient_rows, formats={f"N={n}": ".1e" for n in BWD_CHECK_N},
+                  caption="worst relative error of dQ, dK, dV against autograd through fp32 naive attention"))
+else:
+    print("CPU mode: the Gluon backward needs a Hopper GPU; the tests compile it for sm_90")
+
+# %% [markdown]
+# ## 8. The backward, step by step, and its headlines
+#
+# Each step and peer in pairs with cuDNN's backward (5 rounds) at N = 8192, d = 128, bf16, each first
+# checked against cuDNN's gradients: the backward topic's tuned Triton kernel (one kernel, $dQ$ by
+# TMA reduction), FlexAttention's backward (the Triton kernel torch generates) and FlashAttention-2.
+# The fastest step without the mask is then timed again for the headlines, in 9 paired rounds. TFLOP/s count 2.5 × the forward's FLOPs, as the backward topic
+# does; the time includes $\Delta$, zeroing the $dQ$ buffer and its final cast.
+
+# %% tags=["hide-input"] summary="Every backward step and peer, paired with cuDNN; the headline pairs"
+bwd_step_rows, bwd_pairs = [], {}
+if GPU:
+    bwd_peers = {"peer: Triton (backward topic)": None, "peer: FlexAttention": flex_attention, "peer: FlashAttention-2": fa2}
+
+    def bwd_problem(n: int, causal: bool):
+        """q, k, v, do at B·H·N = 16k·32, this page's O and lse, and every backward as a function of nothing."""
+        b = TOKENS // (H * n)
+        q, k, v, do = (torch.randn(b, H, n, D, device=DEVICE, dtype=torch.bfloat16) for _ in range(4))
+        o, lse = attention_forward_gluon(q, k, v, causal)
+        runs = {name: (lambda cfg=cfg: attention_backward_gluon(q, k, v, o, lse, do, causal, **cfg))
+                for name, cfg in BWD_VERSIONS.items()}
+        runs["peer: Triton (backward topic)"] = lambda: backward.attention_backward(q, k, v, o, lse, do, causal,
+                                                                                    **backward.BWD_CFG[causal])
+        runs.update({name: backward_only(fn, q, k, v, do, causal) for name, fn in bwd_peers.items() if fn})
+        return b, runs, backward_only(cudnn, q, k, v, do, causal)
+
+    for causal in (False, True):
+        b, runs, cudnn_bwd = bwd_problem(8192, causal)
+        ref = cudnn_bwd()
+        for name, fn in runs.items():
+            worst = max(((g.float() - r.float()).norm() / r.float().norm()).item() for g, r in zip(fn(), ref))
+            assert worst < TOL, (name, causal, worst)
+            p = paired_ratio(cudnn_bwd, fn, rounds=5)
+            bwd_pairs[8192, causal, name] = p
+            bwd_step_rows.append({"mask": "causal" if causal else "none", "step": name,
+                                  "TFLOP/s": tflops(2.5 * attention_flops(b, H, 8192, D, causal), p.candidate_ms),
+                                  "% of cuDNN": 100 * p.ratio, "spread": p.spread()})
+    save_data("backward_steps.csv", bwd_step_rows)
+    display(table(bwd_step_rows, formats={"TFLOP/s": ".0f", "% of cuDNN": ".0f"},
+                  caption=f"bf16, B={TOKENS // (H * 8192)} H={H} N=8192 d={D}; % of cuDNN: cuDNN's backward time / "
+                          "this one's, median of 5 pairs"))
+
+    # the headlines' version: the fastest step without the mask, timed again below in fresh pairs
+    final_bwd_name = max(BWD_VERSIONS, key=lambda name: bwd_pairs[8192, False, name].ratio)
+    final_bwd = BWD_VERSIONS[final_bwd_name]
+    bwd_heads = {}
+    for n, causal, peer, hid, goal, what in (
+            (8192, False, None, "fa3_bwd_vs_cudnn", 0.95, "Backward against cuDNN"),
+            (8192, True, None, "fa3_bwd_causal_vs_cudnn", 0.9, "Backward against cuDNN, causal"),
+            (16384, False, None, "fa3_bwd_16k_vs_cudnn", 0.95, "Backward against cuDNN, N = 16384"),
+            (8192, False, "peer: FlexAttention", "fa3_bwd_vs_flex", 1.2, "Backward against FlexAttention")):
+        b, runs, cudnn_bwd = bwd_problem(n, causal)
+        base, name = (runs[peer], "FlexAttention") if peer else (cudnn_bwd, "cuDNN")
+        p = bwd_heads[hid] = paired_ratio(base, runs[final_bwd_name], rounds=ROUNDS)
+        f = 2.5 * attention_flops(b, H, n, D, causal)
+        headline(hid, p.ratio, "x", f"median of {ROUNDS} paired rounds, {name} backward time / Gluon backward time "
+                 f"(dQ, dK, dV from O, lse, dO), bf16, B={b} H={H} N={n} d={D}, {'causal' if causal else 'not causal'}; "
+                 f"spread {p.spread()}; {final_bwd}", label=what, goal=goal,
+                 baseline=f"{name} backward, paired: {tflops(f, p.baseline_ms):.0f} TFLOP/s against "
+                          f"{tflops(f, p.candidate_ms):.0f}")
+    p = bwd_heads["fa3_bwd_vs_cudnn"]
+    f = 2.5 * attention_flops(TOKENS // (H * 8192), H, 8192, D, False)
+    headline("fa3_bwd_tflops", tflops(f, p.candidate_ms), "TFLOP/s",
+             f"2.5 x 4BHN^2d / median paired time, bf16, B={TOKENS // (H * 8192)} H={H} N=8192 d={D}, not causal; "
+             f"{final_bwd}", label="Backward, bf16", baseline=f"cuDNN in the same pairs: {tflops(f, p.baseline_ms):.0f} TFLOP/s")
+    save_data("backward_headline_pairs.json", {hid: vars(p) for hid, p in bwd_heads.items()})
+
+# %% [markdown]
+# ## 9. Where it stops
+#
+# What the compiler made of each version, forward and backward (registers per thread at launch, before
+# `setmaxnreg` moves them; spills; shared memory; the `setmaxnreg` and `wgmma` instructions in its PTX),
+# and the forward topic's split of throughput into SMs × clock × work per clock, sampled while the final
+# versions and cuDNN each run for a few seconds (cuDNN, Gluon, Gluon, cuDNN), forward and backward.
 
 # %% tags=["hide-input"] summary="The compiled kernels; clock, power and work per clock against cuDNN"
 compiled_rows, power_rows, mean = [], [], {}
 if GPU:
-    for name, cfg in VERSIONS.items():
+    n = 8192  # sections 7 and 8 left other shapes in q, k, v
+    b = TOKENS // (H * n)
+    q, k, v, do = (torch.randn(b, H, n, D, device=DEVICE, dtype=torch.bfloat16) for _ in range(4))
+    o, lse = attention_forward_gluon(q, k, v, False)
+    launches = [("forward", name, lambda kernels, cfg=cfg: attention_forward_gluon(q, k, v, False, kernels=kernels, **cfg))
+                for name, cfg in VERSIONS.items()]
+    launches += [("backward", name, lambda kernels, cfg=cfg: attention_backward_gluon(q, k, v, o, lse, do, False,
+                                                                                      kernels=kernels, **cfg))
+                 for name, cfg in BWD_VERSIONS.items()]
+    for pass_, name, launch in launches:
         kernels = []
-        attention_forward_gluon(q, k, v, False, kernels=kernels, **cfg)
+        launch(kernels)
         kn = kernels[0]
         ptx = kn.asm["ptx"]
-        compiled_rows.append({"step": name, "registers": kn.n_regs, "spills": kn.n_spills,
+        compiled_rows.append({"pass": pass_, "step": name, "registers": kn.n_regs, "spills": kn.n_spills,
                               "shared KiB": kn.metadata.shared / 1024,
                               "setmaxnreg": ", ".join(f"{op} {r}" for op, r in sorted(set(
                                   re.findall(r"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32\s+(\d+)", ptx)))) or "—",
@@ -584,20 +1034,29 @@ if GPU:
     runs = {"sdpa cudnn": lambda: cudnn(q, k, v, False), "gluon fa3": lambda: attention_forward_gluon(q, k, v, False, **final)}
     power_rows, mean = clock_split(runs, ["sdpa cudnn", "gluon fa3", "gluon fa3", "sdpa cudnn"],
                                    attention_flops(b, H, n, D, False), torch.cuda.get_device_properties(0).multi_processor_count)
+    runs = {"sdpa cudnn backward": backward_only(cudnn, q, k, v, do, False),
+            "gluon backward": lambda: attention_backward_gluon(q, k, v, o, lse, do, False, **final_bwd)}
+    rows, bwd_mean = clock_split(runs, ["sdpa cudnn backward", "gluon backward", "gluon backward", "sdpa cudnn backward"],
+                                 2.5 * attention_flops(b, H, n, D, False),
+                                 torch.cuda.get_device_properties(0).multi_processor_count)
+    power_rows += rows
+    mean.update(bwd_mean)
     save_data("power.csv", power_rows)
     display(table([{"provider": name, **m} for name, m in mean.items()],
                   formats={"tflops": ".0f", "sm_mhz": ".0f", "power_w": ".0f", "flop_per_clk_sm": ".0f",
                            "pj_per_flop": ".2f", "% of dense peak": ".0f"},
-                  caption="means of two runs each; % of dense peak: FLOP per SM per clock over 4096"))
+                  caption="means of two runs each; backward FLOPs counted as 2.5 × the forward's; "
+                          "% of dense peak: FLOP per SM per clock over 4096"))
 
 # %% [markdown]
-# ## 7. The backward, and what Gluon 3.6 lacks for it
+# ## 10. What Gluon 3.6 lacks for the backward
 #
-# FlashAttention-3's backward runs one pass over the keys per program, computing $dK$ and $dV$ in
-# registers, while a warpgroup of its own adds each block's $dQ$ contribution in fp32 into global
-# memory with TMA's **bulk reduction** (`cp.reduce.async.bulk.tensor.add`), which the backward topic
-# reaches in Triton through a tensor descriptor's `atomic_add`. Gluon's TMA module in the Triton this
-# page ran on is below: whether it has the reduction is the first thing the backward needs.
+# FlashAttention-3 adds each block's $dQ$ into global memory with TMA's **bulk reduction**
+# (`cp.reduce.async.bulk.tensor.add`): the tile goes to shared memory and one instruction adds it in
+# L2, issued by a warp of its own. The backward topic reaches it in Triton through a tensor descriptor's
+# `atomic_add`. Gluon's TMA module in the Triton this page ran on is listed below; where it has no
+# `async_atomic_add`, section 6's consumers add $dQ$ with `gl.atomic_add` instead, one
+# `red.global.add.f32` per element (the compile tests count them).
 
 # %% tags=["hide-input"] summary="Gluon's TMA operations in this Triton"
 tma_ops = sorted(n for n in dir(tma) if not n.startswith("_") and callable(getattr(tma, n)) and n[0].islower())
@@ -606,13 +1065,14 @@ display(table([{"Triton": triton.__version__, "Gluon TMA operations": ", ".join(
               caption="triton.experimental.gluon.language.nvidia.hopper.tma, listed at run time"))
 
 # %% [markdown]
-# ## 8. What we measured
+# ## 11. What we measured
 # %% tags=["hide-input"] summary="The numbers of this run"
 if GPU:
-    def steps(mask: str) -> str:
-        return " → ".join(f"{r['step'].split('. ', 1)[-1]} {r['TFLOP/s']:.0f}" for r in step_rows
+    def steps(mask: str, rows: list = step_rows) -> str:
+        return " → ".join(f"{r['step'].split('. ', 1)[-1]} {r['TFLOP/s']:.0f}" for r in rows
                           if r["mask"] == mask and not r["step"].startswith("peer"))
     cud, ours = mean.get("sdpa cudnn"), mean.get("gluon fa3")
+    bcu, bgl = mean.get("sdpa cudnn backward"), mean.get("gluon backward")
     f = attention_flops(b, H, n, D, False)
     display(prose(
         f"- **Forward:** {tflops(f, heads[False].candidate_ms):.0f} TFLOP/s at N = 8192, not causal: "
@@ -626,8 +1086,19 @@ if GPU:
            f"clock {ours['sm_mhz'] / cud['sm_mhz']:.3f} × work per clock {ours['flop_per_clk_sm'] / cud['flop_per_clk_sm']:.3f}; "
            f"the tensor cores {ours['% of dense peak']:.0f} % busy per clock against cuDNN's {cud['% of dense peak']:.0f} %.\n"
            if ours and cud else "")
-        + f"- **The backward:** not on this page yet. Gluon's TMA module in Triton {triton.__version__} "
+        + f"- **Backward:** {tflops(2.5 * f, bwd_heads['fa3_bwd_vs_cudnn'].candidate_ms):.0f} TFLOP/s at N = 8192 "
+        f"(version {final_bwd_name.split('. ', 1)[0]}): {bwd_heads['fa3_bwd_vs_cudnn'].ratio:.3f}× cuDNN (goal 0.95); "
+        f"causal {bwd_heads['fa3_bwd_causal_vs_cudnn'].ratio:.3f}× (0.9); N = 16384 "
+        f"{bwd_heads['fa3_bwd_16k_vs_cudnn'].ratio:.3f}× (0.95); {bwd_heads['fa3_bwd_vs_flex'].ratio:.3f}× "
+        f"FlexAttention (1.2).\n"
+        f"- **Backward steps, not causal (TFLOP/s, section 8):** {steps('none', bwd_step_rows)}. Peers against "
+        f"cuDNN: " + ", ".join(f"{r['step'].removeprefix('peer: ')} {r['% of cuDNN'] / 100:.2f}×" for r in bwd_step_rows
+                               if r["mask"] == "none" and r["step"].startswith("peer")) + ".\n"
+        + (f"- **Backward clock and work per clock:** Gluon {bgl['sm_mhz']:.0f} MHz, cuDNN {bcu['sm_mhz']:.0f} MHz; "
+           f"throughput {bgl['tflops'] / bcu['tflops']:.3f} = clock {bgl['sm_mhz'] / bcu['sm_mhz']:.3f} × work per clock "
+           f"{bgl['flop_per_clk_sm'] / bcu['flop_per_clk_sm']:.3f}.\n" if bgl and bcu else "")
+        + f"- **dQ:** Gluon's TMA module in Triton {triton.__version__} "
         + ("has" if hasattr(tma, "async_atomic_add") else "has no")
-        + " bulk reduction (section 7)."))
+        + " bulk reduction (section 10), so $dQ$ is added by pointer atomics, 32 per consumer thread per block."))
 else:
     display(prose("CPU mode: the Gluon kernels were defined, not run; nothing was checked or timed."))
