@@ -1049,6 +1049,20 @@ if GPU:
                           "% of dense peak: FLOP per SM per clock over 4096"))
 
 # %% [markdown]
+# **Reading it.** Both forwards and both backwards run at the 700 W cap, so the clock is what power
+# leaves over. The Gluon backward is given a *higher* clock than cuDNN's and still does less: its
+# tensor cores wait, for the atomics' issue slots and for the $dS$ hand-off between the consumers,
+# and an idle tensor core draws less power. Work per clock is the counter that separates the two.
+#
+# **What Blackwell would change.** On sm_100, `tcgen05.mma` is issued by one thread and accumulates
+# in **tensor memory** (TMEM, 256 KiB per SM beside the registers), not in the issuing warps'
+# registers. The backward's consumers hold $dK$ and $dV$ in 128 of their 240 registers here; with
+# them in TMEM, the spills would go and there would be room for larger blocks of keys (fewer $dQ$
+# partial sums). Pairs of SMs can run one MMA on a 256-row tile (`cta_group::2`). Gluon has a
+# Blackwell module for these (`tcgen05_mma`, `allocate_tensor_memory`); this page's kernels use the
+# Hopper one and would be rewritten around it, not recompiled.
+
+# %% [markdown]
 # ## 10. What Gluon 3.6 lacks for the backward
 #
 # FlashAttention-3 adds each block's $dQ$ into global memory with TMA's **bulk reduction**

@@ -736,7 +736,8 @@ if GPU:
 #   finish this one's matmuls, scheduled by hand. `tl` has no way to ask for it; Gluon
 #   (`triton.experimental.gluon`), which exposes warp groups and asynchronous `wgmma`, does.
 #
-# Next: [FlashAttention-3 in Gluon](flash-attention-3.md) writes these by hand, the forward first.
+# Next: [FlashAttention-3 in Gluon](flash-attention-3.md) writes these by hand, the forward and then the
+# backward, and measures each against cuDNN as this page does.
 
 # %% [markdown]
 # ## 12. What we measured, against the prediction

@@ -399,3 +399,38 @@ def test_speed_ratio_and_classification():
     assert classify_scaling(1.20, bandwidth, compute) == "neither"  # between the two
     assert classify_scaling(1.80, bandwidth, compute) == "neither"  # beyond both
     assert classify_scaling(None, bandwidth, compute) == "not classified"
+
+
+def test_the_kernels_page_sets_headlines_that_topics_share_side_by_side(project):
+    """alpha and beta both report "Backward against cuDNN" (×) and "Forward, bf16" (TFLOP/s); beta's
+    "Forward, bf16" in ms is another measure, and alpha's own headlines stay on their own rows."""
+    write(project, make_record(project, H100, "2026-11-25T14:15:16Z"))
+    beta = Path("notebooks/beta.py")
+    hashed = source_hash(project / beta, project)
+    alpha_record = freeze.notebook_states(ALPHA, project, project / STORE)[0].record
+    alpha_record.headline.update({"bwd": Headline(0.8, "x", label="Backward against cuDNN"),
+                                  "fwd": Headline(586.0, "TFLOP/s", label="Forward, bf16")})
+    write(project, alpha_record)
+    headline = {"bwd": Headline(0.761, "x", label="Backward against cuDNN"),
+                "fwd": Headline(598.0, "TFLOP/s", label="Forward, bf16"),
+                "fwd_ms": Headline(1.2, "ms", label="Forward, bf16 | <b>fast</b>")}
+    record = FreezeRecord(notebook=beta.as_posix(), source_hash=hashed.hexdigest, hashes=hashed.parts,
+                          executed_at="2026-11-27T10:22:44Z", mode="gpu", gpu=H200, driver="580.1", cuda="13.0",
+                          gpus=[H200], headline=headline)
+    data = project / "out-beta"
+    data.mkdir()
+    (data / "headline.json").write_text(json.dumps({n: dataclasses.asdict(h) for n, h in headline.items()}))
+    freeze.write_entry(project / STORE, "beta", read_notebook(project / beta), data, record)
+
+    md = kernels_page(TOPICS, STORE, project).markdown
+    section = md.split("## Side by side", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.split("\n") if line.startswith("|")]
+    assert rows == ["| Headline | [Alpha](topics/alpha.md) | [Beta](topics/beta.md) |",
+                    "| --- | ---: | ---: |",
+                    "| Backward against cuDNN | 0.800× | 0.761× |",
+                    "| Forward, bf16 | 586 TFLOP/s | 598 TFLOP/s |"]
+    assert "<b>" not in md  # a label is table text, escaped where it shows
+
+
+def test_the_kernels_page_has_no_side_by_side_section_without_a_shared_headline(two_machines):
+    assert "## Side by side" not in kernels_page(TOPICS, STORE, two_machines).markdown

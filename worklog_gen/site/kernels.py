@@ -90,6 +90,29 @@ def comparison_table(topics: list[_Topic]) -> str:
     return "\n".join(rows)
 
 
+def shared_headlines_table(topics: list[_Topic]) -> str:
+    """The headlines that two topics or more share, side by side: a row per headline label and unit
+    that more than one topic's primary record holds (its author's way of saying "the same measure":
+    the three attention topics each have "Backward against cuDNN", say), a column per such topic in
+    the topics' order, each value from that topic's primary record. Empty when no label is shared."""
+    by_label: dict[tuple[str, str], dict[str, object]] = {}
+    for t in topics:
+        record = t.primary.record
+        for h in (record.headline.values() if record is not None else ()):
+            if h.label:
+                by_label.setdefault((h.label, h.unit), {})[t.id] = h
+    shared = {key: found for key, found in by_label.items() if len(found) > 1}
+    if not shared:
+        return ""
+    columns = [t for t in topics if any(t.id in found for found in shared.values())]
+    rows = ["| Headline | " + " | ".join(t.link for t in columns) + " |",
+            "| --- | " + " | ".join(["---:"] * len(columns)) + " |"]
+    for (label, _unit), found in shared.items():
+        rows.append(f"| {table_cell(label)} | " + " | ".join(
+            _with_unit(found[t.id].value, found[t.id].unit) if t.id in found else "—" for t in columns) + " |")
+    return "\n".join(rows)
+
+
 SCALING_TOLERANCE = 0.10
 """How close (relative) a measured ratio must be to a datasheet ratio to scale with it."""
 TIME_UNITS = ("ns", "us", "µs", "μs", "ms", "s")
@@ -233,7 +256,8 @@ def kernels_page(topics: list[tuple[str, str, Path]], store_dir: Path, root: Pat
                  primary: str | None = None) -> RenderedPage:
     """The Kernels page (:data:`~worklog_gen.site.layout.KERNELS_PAGE`): every notebook's headline
     figures with GPU, date and state, from the ``primary`` machine's record
-    (:func:`~worklog_gen.freeze.store.primary_status`) beside the other machines' records; when some
+    (:func:`~worklog_gen.freeze.store.primary_status`) beside the other machines' records; the
+    headlines several topics share, side by side (:func:`shared_headlines_table`); when some
     notebook has records of several machines, every headline across machines in one table
     (:func:`comparison_table`); what scales with memory bandwidth, compute or neither
     (:func:`scaling_section`); and a roofline per GPU with every kernel variant measured on
@@ -256,6 +280,9 @@ def kernels_page(topics: list[tuple[str, str, Path]], store_dir: Path, root: Pat
     parts = ["# Kernels", "The headline figures of every topic notebook, from its frozen result, "
              "with the device, the date and the state of the run.", "## Headline figures",
              *(_section(t) for t in picked)]
+    if shared := shared_headlines_table(picked):
+        parts += ["## Side by side", "The headlines that several topics share (the same label and unit), each "
+                  "from its topic's primary machine: one measure, several kernels.", shared]
     if comparison := comparison_table(picked):
         parts += ["## Across machines", "Every headline figure on every machine it was frozen on, with the "
                   "ratio of each other machine's value to the primary machine's.", comparison]
