@@ -936,8 +936,9 @@ else:
 # Each step and peer in pairs with cuDNN's backward (5 rounds) at N = 8192, d = 128, bf16, each first
 # checked against cuDNN's gradients: the backward topic's tuned Triton kernel (one kernel, $dQ$ by
 # TMA reduction), FlexAttention's backward (the Triton kernel torch generates) and FlashAttention-2.
-# The fastest step without the mask is then timed again for the headlines, in 9 paired rounds. TFLOP/s count 2.5 × the forward's FLOPs, as the backward topic
-# does; the time includes $\Delta$, zeroing the $dQ$ buffer and its final cast.
+# The fastest step without the mask is then timed again for the headlines, in 9 paired rounds.
+# TFLOP/s count 2.5 × the forward's FLOPs, as the backward topic does; the time includes $\Delta$,
+# zeroing the $dQ$ buffer and its final cast.
 
 # %% tags=["hide-input"] summary="Every backward step and peer, paired with cuDNN; the headline pairs"
 bwd_step_rows, bwd_pairs = [], {}

@@ -402,18 +402,20 @@ def test_speed_ratio_and_classification():
 
 
 def test_the_kernels_page_sets_headlines_that_topics_share_side_by_side(project):
-    """alpha and beta both report "Backward against cuDNN" (×) and "Forward, bf16" (TFLOP/s); beta's
-    "Forward, bf16" in ms is another measure, and alpha's own headlines stay on their own rows."""
+    """alpha and beta both report "Backward against cuDNN" (×), "Forward, bf16" (TFLOP/s) and a label with
+    markup; beta's "Forward, bf16" in ms is another measure, and alpha's own headlines are in no row."""
     write(project, make_record(project, H100, "2026-11-25T14:15:16Z"))
     beta = Path("notebooks/beta.py")
     hashed = source_hash(project / beta, project)
     alpha_record = freeze.notebook_states(ALPHA, project, project / STORE)[0].record
     alpha_record.headline.update({"bwd": Headline(0.8, "x", label="Backward against cuDNN"),
-                                  "fwd": Headline(586.0, "TFLOP/s", label="Forward, bf16")})
+                                  "fwd": Headline(586.0, "TFLOP/s", label="Forward, bf16"),
+                                  "odd": Headline(2.0, "ms", label="Odd | <b>bold</b>")})
     write(project, alpha_record)
     headline = {"bwd": Headline(0.761, "x", label="Backward against cuDNN"),
                 "fwd": Headline(598.0, "TFLOP/s", label="Forward, bf16"),
-                "fwd_ms": Headline(1.2, "ms", label="Forward, bf16 | <b>fast</b>")}
+                "fwd_ms": Headline(1.2, "ms", label="Forward, bf16"),
+                "odd": Headline(1.5, "ms", label="Odd | <b>bold</b>")}
     record = FreezeRecord(notebook=beta.as_posix(), source_hash=hashed.hexdigest, hashes=hashed.parts,
                           executed_at="2026-11-27T10:22:44Z", mode="gpu", gpu=H200, driver="580.1", cuda="13.0",
                           gpus=[H200], headline=headline)
@@ -428,7 +430,8 @@ def test_the_kernels_page_sets_headlines_that_topics_share_side_by_side(project)
     assert rows == ["| Headline | [Alpha](topics/alpha.md) | [Beta](topics/beta.md) |",
                     "| --- | ---: | ---: |",
                     "| Backward against cuDNN | 0.800× | 0.761× |",
-                    "| Forward, bf16 | 586 TFLOP/s | 598 TFLOP/s |"]
+                    "| Forward, bf16 | 586 TFLOP/s | 598 TFLOP/s |",
+                    "| Odd \\| &lt;b&gt;bold&lt;/b&gt; | 2 ms | 1.5 ms |"]
     assert "<b>" not in md  # a label is table text, escaped where it shows
 
 
