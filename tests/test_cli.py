@@ -222,3 +222,22 @@ def test_status_names_a_notebook_that_is_not_found_and_a_site_without_notebooks(
     result = run("status")
     assert result.exit_code == 0, result.output
     assert result.stdout == f"no topic names a notebook in {tmp_path / 'mkdocs.yml'}: nothing to execute\n"
+
+
+def test_an_unknown_plugin_option_is_a_warning_naming_it_as_mkdocs_build_gives(tmp_path, monkeypatch):
+    """A misspelt option (``worklog_dri``) is what MkDocs warns about; the command line said nothing
+    and read the default folder. It warns now, with the file and the option, and ``generate
+    --strict`` fails on it as ``mkdocs build --strict`` does."""
+    (tmp_path / "worklog").mkdir()
+    (tmp_path / "worklog" / "log.md").write_text("12/09/25 (T - 3)\nRead [a](https://a.org/x).\n")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "mkdocs.yml").write_text("site_name: t\nplugins:\n  - worklog:\n      worklog_dri: logs\n")
+    monkeypatch.chdir(tmp_path)
+    result = run("check")
+    assert "WARNING: " in result.stderr and "mkdocs.yml: 'worklog' plugin option 'worklog_dri': Unrecognised" \
+        in result.stderr, result.stderr
+    assert result.exit_code == 0, result.output  # a warning, not an error: the log itself is fine
+    strict = run("generate", "--strict", "--out", tmp_path / "out")
+    assert strict.exit_code == 1 and "strict mode" in strict.stderr, strict.output
+    relaxed = run("generate", "--out", tmp_path / "out2")
+    assert relaxed.exit_code == 0 and "worklog_dri" in relaxed.stderr, relaxed.output

@@ -77,16 +77,22 @@ class IsoDate(click.ParamType):
             self.fail(f"{value!r} does not exist: {exc}", param, ctx)
 
 
-def _config(config_file: Path | None, paths: tuple[Path, ...] = ()):
+def _config(config_file: Path | None, paths: tuple[Path, ...] = (), warned: list[str] | None = None):
     """The plugin options and the project folder: from :func:`find_config` (needed unless PATHs of
-    a log are given; then the defaults, relative to the current folder)."""
+    a log are given; then the defaults, relative to the current folder). What MkDocs would warn
+    about in the options (an unknown one) is printed as a warning, and kept in ``warned``."""
     from mkdocs.exceptions import PluginError
 
     from worklog_gen.config import load_plugin_config
 
+    def warn(message: str) -> None:
+        click.echo(f"WARNING: {message}", err=True)
+        if warned is not None:
+            warned.append(message)
+
     found = find_config(config_file, required=not paths)
     try:
-        return load_plugin_config(found if found is not None else Path.cwd() / CONFIG_NAME)
+        return load_plugin_config(found if found is not None else Path.cwd() / CONFIG_NAME, on_warning=warn)
     except PluginError as exc:
         raise UsageProblem(str(exc)) from exc
 
@@ -353,7 +359,8 @@ def generate(out: Path, strict: bool, config_file: Path) -> None:
     from worklog_gen.site import generate as generator
 
     config_file = find_config(config_file)
-    cfg, root = _config(config_file)
+    warned: list[str] = []
+    cfg, root = _config(config_file, warned=warned)
     data = generator.read_config(config_file)
     docs_dir = root / data.get("docs_dir", "docs")
     try:
@@ -373,8 +380,8 @@ def generate(out: Path, strict: bool, config_file: Path) -> None:
     for message in site.messages:
         click.echo(f"{message.level.value.upper()}: {message.text}", err=True)
     click.echo(f"{len(site.files)} file(s) generated; config: {written}", err=True)
-    if strict and site.warnings():
-        click.echo(f"Aborted with {len(site.warnings())} warning(s) in strict mode.", err=True)
+    if strict and (site.warnings() or warned):
+        click.echo(f"Aborted with {len(site.warnings()) + len(warned)} warning(s) in strict mode.", err=True)
         sys.exit(1)
 
 

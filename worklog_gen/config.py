@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import posixpath
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -192,11 +193,14 @@ def worklog_folder(cfg: WorklogConfig, root: Path) -> Path:
     return path if path.is_dir() else path.parent
 
 
-def load_plugin_config(mkdocs_yml: str | Path = "mkdocs.yml") -> tuple[WorklogConfig, Path]:
+def load_plugin_config(mkdocs_yml: str | Path = "mkdocs.yml",
+                       on_warning: Callable[[str], None] | None = None) -> tuple[WorklogConfig, Path]:
     """Read the ``worklog`` plugin's options from ``mkdocs_yml``.
 
     Returns the validated config and the folder that holds ``mkdocs.yml``, against
-    which its paths are relative. A missing file gives the defaults.
+    which its paths are relative. A missing file gives the defaults. What MkDocs would warn
+    about while building (an option it does not know, such as a misspelt ``worklog_dri``) goes
+    to ``on_warning``, one message each, the file and option named.
 
     Raises:
         PluginError: the file is not valid YAML, an option is invalid, or a path option leads
@@ -222,9 +226,11 @@ def load_plugin_config(mkdocs_yml: str | Path = "mkdocs.yml") -> tuple[WorklogCo
                           f"{options!r}")
     cfg = WorklogConfig(config_file_path=str(path))
     cfg.load_dict(options)
-    errors, _warnings = cfg.validate()
+    errors, warnings = cfg.validate()
     if errors:
         msg = "; ".join(f"'{key}': {err}" for key, err in errors)
         raise PluginError(f"{path}: invalid 'worklog' plugin options: {msg}")
+    for key, warning in warnings if on_warning else ():
+        on_warning(f"{path}: 'worklog' plugin option '{key}': {warning}")
     check_config(cfg, root, path)
     return cfg, root
