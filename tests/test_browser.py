@@ -674,6 +674,11 @@ that does not grow with the page (Material reads the scroll position and a code 
 a11y.js reads every width at once, charts.js measures each chart it draws)."""
 
 
+LOADS_PER_PAGE = 3
+"""How many times a page over :data:`FORCED_LAYOUTS_MAX` is loaded before its smallest count is
+judged (see :func:`test_loading_a_topic_page_lays_out_no_closed_fold`)."""
+
+
 def _forced_layouts(browser, page, url: str) -> collections.Counter:
     """Load ``url`` in ``page`` with Chromium's tracing on. Returns ``{"<script>:<function>": n}``:
     the layouts forced by a script of the site (a "Layout" event that carries the stack of the
@@ -702,17 +707,29 @@ def test_loading_a_topic_page_lays_out_no_closed_fold(browser, site):
     what scrolls did so for each block: 25 forced layouts on the FlashAttention page at 390 px,
     44 on the reductions page, and most of that page's Total Blocking Time in Lighthouse's mobile
     run. Counted, not timed: loading any topic page at a phone's width forces at most
-    :data:`FORCED_LAYOUTS_MAX` layouts, however many folds it has."""
+    :data:`FORCED_LAYOUTS_MAX` layouts, however many folds it has.
+
+    The count has a floor and, in about one load in ten, a few more on top: Material's start-up
+    reads the window's scroll position several times (``wn`` in its bundle), and when the
+    layout is changed between those reads each forces its own (6 instead of 1, in loads that fired
+    no scroll or resize event: 5 of 72 loads of the twelve topic pages here); a11y.js runs once or up to
+    three times as the charts' ``worklog:drawn`` events batch. A page over the bound is loaded again, up to
+    :data:`LOADS_PER_PAGE` times, and its smallest count is the one judged: a layout forced per
+    fold shows in every load, a race does not."""
     context = _context(browser, site, PHONE)
     counts = {}
     try:
         for topic_id, notebook in site.topics:
             if not notebook:
                 continue
-            page = context.new_page()
-            forced = _forced_layouts(browser, page, f"{site.url}topics/{topic_id}/")
-            counts[topic_id] = (sum(forced.values()), dict(forced))
-            page.close()
+            for _ in range(LOADS_PER_PAGE):
+                page = context.new_page()
+                forced = _forced_layouts(browser, page, f"{site.url}topics/{topic_id}/")
+                page.close()
+                if topic_id not in counts or sum(forced.values()) < counts[topic_id][0]:
+                    counts[topic_id] = (sum(forced.values()), dict(forced))
+                if counts[topic_id][0] <= FORCED_LAYOUTS_MAX:
+                    break
     finally:
         context.close()
     assert counts, "no topic page: the check checked nothing"
