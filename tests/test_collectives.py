@@ -42,19 +42,10 @@ dist = pytest.importorskip("torch.distributed")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "notebooks"))
 
-import collectives_child  # noqa: E402
 import collectives_workers as cw  # noqa: E402
 from interpreted import run_for_sm90  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="no gloo")
-
-
-@pytest.fixture(autouse=True)
-def _workers_exit_once_done(monkeypatch):
-    """Every worker this module spawns exits as soon as its task has returned
-    (:mod:`collectives_child`: a library's teardown at interpreter exit aborted about one launch in
-    13 under load, after the work was done)."""
-    monkeypatch.setattr(cw, "_entry", collectives_child.entry)
 
 
 def _lesson() -> dict:

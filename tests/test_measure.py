@@ -62,14 +62,38 @@ def test_datasheet_dense_rates_are_half_the_sparse_figures():
         ("NVIDIA H200", H200_SXM),
         ("NVIDIA H100 80GB HBM3", H100_SXM),
         ("NVIDIA H100-SXM5-80GB", H100_SXM),
-        ("NVIDIA H100 PCIe", None),
+        ("NVIDIA H100 PCIe", measure.H100_PCIE),
+        ("NVIDIA H100 NVL", None),
         ("NVIDIA H200 NVL", None),
-        ("NVIDIA A100-SXM4-80GB", None),
+        ("NVIDIA A100-SXM4-80GB", measure.A100_SXM_80GB),
+        ("NVIDIA A100 80GB PCIe", measure.A100_PCIE_80GB),
+        ("NVIDIA A100-SXM4-40GB", measure.A100_40GB),
+        ("NVIDIA A100-PCIE-40GB", measure.A100_40GB),
+        ("NVIDIA L4", measure.L4),
+        ("NVIDIA L40S", measure.L40S),
+        ("NVIDIA L40", None),
+        ("NVIDIA GeForce RTX 4090", measure.RTX_4090),
+        ("NVIDIA GeForce RTX 4080", None),
+        ("NVIDIA B200", measure.B200),
+        ("NVIDIA GeForce RTX 3090", None),
         ("", None),
     ],
 )
 def test_datasheet_for_device_names(name, expected):
     assert measure.datasheet_for(name) == expected
+
+
+def test_every_datasheet_is_dense_sourced_and_reachable():
+    """Each sheet names its source; its tensor rates are at least the fp32 rate and bf16 is twice
+    tf32 (true of every card listed, dense); and each is what some device name finds."""
+    sheets = [sheet for _, _, sheet in measure.DATASHEETS]
+    assert len({s.name for s in sheets}) == len(sheets)
+    for sheet in sheets:
+        assert sheet.source and sheet.hbm_gbps > 0
+        assert sheet.bf16_tflops == sheet.fp16_tflops
+        assert sheet.tf32_tflops >= sheet.fp32_tflops
+        assert sheet.bf16_tflops == pytest.approx(2 * sheet.tf32_tflops, rel=0.02)
+        assert measure.datasheet_for(sheet.name) == sheet
 
 
 def test_ceilings_round_trip_through_json():

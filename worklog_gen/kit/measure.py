@@ -72,25 +72,110 @@ H100_SXM = Datasheet(
     fp16_tflops=989.5,  # vendor datasheet 1,979 TFLOP/s with sparsity, halved for dense
     source="NVIDIA H100 Tensor Core GPU datasheet (H100 SXM column); tensor rates halved to dense",
 )
-DATASHEETS: dict[str, Datasheet] = {"H200": H200_SXM, "H100": H100_SXM}
-"""Known datasheets, by the model token in ``torch.cuda.get_device_name()``."""
+H100_PCIE = Datasheet(
+    name="NVIDIA H100 PCIe",
+    hbm_gbps=2000,  # "2TB/s"
+    fp32_tflops=51,
+    tf32_tflops=378,  # 756 with sparsity
+    bf16_tflops=756.5,  # 1,513 with sparsity
+    fp16_tflops=756.5,
+    source="NVIDIA H100 Tensor Core GPU datasheet (H100 PCIe column); tensor rates halved to dense",
+)
+A100_SXM_80GB = Datasheet(
+    name="NVIDIA A100 80GB SXM",
+    hbm_gbps=2039,
+    fp32_tflops=19.5,
+    tf32_tflops=156,  # 312 with sparsity
+    bf16_tflops=312,  # 624 with sparsity
+    fp16_tflops=312,
+    source="NVIDIA A100 Tensor Core GPU datasheet (A100 80GB SXM column); tensor rates halved to dense",
+)
+A100_PCIE_80GB = Datasheet(
+    name="NVIDIA A100 80GB PCIe",
+    hbm_gbps=1935,
+    fp32_tflops=19.5,
+    tf32_tflops=156,
+    bf16_tflops=312,
+    fp16_tflops=312,
+    source="NVIDIA A100 Tensor Core GPU datasheet (A100 80GB PCIe column); tensor rates halved to dense",
+)
+A100_40GB = Datasheet(
+    name="NVIDIA A100 40GB",
+    hbm_gbps=1555,
+    fp32_tflops=19.5,
+    tf32_tflops=156,
+    bf16_tflops=312,
+    fp16_tflops=312,
+    source="NVIDIA A100 Tensor Core GPU Architecture whitepaper (A100 40GB: 1,555 GB/s; the same peak rates "
+           "as the 80GB boards)",
+)
+L4 = Datasheet(
+    name="NVIDIA L4",
+    hbm_gbps=300,  # GDDR6, not HBM: the memory roof all the same
+    fp32_tflops=30.3,
+    tf32_tflops=60,  # 120 with sparsity
+    bf16_tflops=121,  # 242 with sparsity
+    fp16_tflops=121,
+    source="NVIDIA L4 Tensor Core GPU datasheet; tensor rates halved to dense",
+)
+L40S = Datasheet(
+    name="NVIDIA L40S",
+    hbm_gbps=864,  # GDDR6
+    fp32_tflops=91.6,
+    tf32_tflops=183,  # printed dense (366 with sparsity)
+    bf16_tflops=362.05,  # printed dense (733 with sparsity)
+    fp16_tflops=362.05,
+    source="NVIDIA L40S datasheet (the dense figures it prints beside the sparse ones)",
+)
+RTX_4090 = Datasheet(
+    name="NVIDIA GeForce RTX 4090",
+    hbm_gbps=1008,  # GDDR6X
+    fp32_tflops=82.6,
+    tf32_tflops=82.6,
+    bf16_tflops=165.2,  # with FP32 accumulate, as torch and Triton accumulate; 330.3 with FP16 accumulate
+    fp16_tflops=165.2,
+    source="NVIDIA Ada Lovelace GPU architecture whitepaper, appendix A (GeForce RTX 4090; tensor rates dense, "
+           "FP32 accumulate)",
+)
+B200 = Datasheet(
+    name="NVIDIA B200",
+    hbm_gbps=8000,  # 64 TB/s for the 8 GPUs
+    fp32_tflops=75,  # 600 TFLOP/s for 8
+    tf32_tflops=1125,  # 18 PFLOP/s for 8, with sparsity
+    bf16_tflops=2250,  # 36 PFLOP/s for 8, with sparsity
+    fp16_tflops=2250,
+    source="NVIDIA HGX B200 specifications (8-GPU totals, divided by 8; tensor rates halved to dense)",
+)
 
-# PCIe and NVL boards share the model token but have lower clocks, power and
-# (for H100) bandwidth; their rates are not the SXM ones.
-_OTHER_FORM_FACTORS = ("PCIE", "NVL")
+DATASHEETS: tuple[tuple[frozenset[str], frozenset[str], Datasheet], ...] = (
+    (frozenset({"H200"}), frozenset({"NVL"}), H200_SXM),
+    (frozenset({"H100", "PCIE"}), frozenset(), H100_PCIE),
+    (frozenset({"H100"}), frozenset({"NVL", "PCIE"}), H100_SXM),
+    (frozenset({"A100", "40GB"}), frozenset(), A100_40GB),
+    (frozenset({"A100", "PCIE"}), frozenset(), A100_PCIE_80GB),
+    (frozenset({"A100"}), frozenset(), A100_SXM_80GB),
+    (frozenset({"L40S"}), frozenset(), L40S),
+    (frozenset({"L4"}), frozenset(), L4),
+    (frozenset({"RTX", "4090"}), frozenset(), RTX_4090),
+    (frozenset({"B200"}), frozenset(), B200),
+)
+"""Known datasheets: ``(words the device name has, words it must not have, sheet)``, the first
+match wins. The words are those of ``torch.cuda.get_device_name()`` in upper case, split at
+anything not a letter or digit (``"NVIDIA A100-SXM4-80GB"``: NVIDIA, A100, SXM4, 80GB). The NVL
+boards (H100 NVL, H200 NVL) run at other clocks and power and have no sheet here."""
 
 
 def datasheet_for(device_name: str) -> Datasheet | None:
-    """The datasheet of a device, from its name as torch reports it.
+    """The datasheet of a device, from its name as torch reports it (:data:`DATASHEETS`).
 
-    ``"NVIDIA H200"`` and ``"NVIDIA H100 80GB HBM3"`` (the SXM boards) are known;
-    PCIe/NVL variants and anything else give ``None``.
+    ``"NVIDIA H200"`` and ``"NVIDIA H100 80GB HBM3"`` (the SXM boards), ``"NVIDIA H100 PCIe"``,
+    the A100s (``"NVIDIA A100-SXM4-80GB"``, ``"NVIDIA A100 80GB PCIe"``, the 40GB boards),
+    ``"NVIDIA L4"``, ``"NVIDIA L40S"``, ``"NVIDIA GeForce RTX 4090"`` and ``"NVIDIA B200"`` are
+    known; anything else (the NVL boards among them) gives ``None``.
     """
-    words = re.split(r"[^A-Z0-9]+", device_name.upper())
-    if any(token in words for token in _OTHER_FORM_FACTORS):
-        return None
-    for token, sheet in DATASHEETS.items():
-        if token in words:
+    words = set(re.split(r"[^A-Z0-9]+", device_name.upper()))
+    for required, excluded, sheet in DATASHEETS:
+        if required <= words and not excluded & words:
             return sheet
     return None
 
