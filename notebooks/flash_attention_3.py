@@ -53,7 +53,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 )
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-from worklog_gen.kit.attention import backward_only, flex_attention, sdpa, sdpa_backends
+from worklog_gen.kit.attention import backward_only, flex_attention, sdpa, sdpa_backends, step_against_cudnn
 from worklog_gen.kit.cells import import_cells
 from worklog_gen.kit.charts import benchmark_chart
 from worklog_gen.kit.markdown import prose, table
@@ -443,23 +443,38 @@ def attention_forward_gluon(q, k, v, causal: bool = False, *, version: str = "fa
 # %% tags=["hide-cell"] summary="Check every step against naive attention in fp32"
 CHECK_N = (129, 1000, 2048)
 TOL = 2e-2
+
+
+def check_cases(cases, lengths, check) -> list[dict]:
+    """One row per (step, config, dtype, d) case and mask: the relative error ``check(cfg, dtype, d,
+    causal, n)`` returns at each sequence length n, each asserted under TOL."""
+    rows = []
+    for name, cfg, dtype, d in cases:
+        for causal in (False, True):
+            row = {"step": name, "dtype": str(dtype).removeprefix("torch."), "d": d, "causal": causal}
+            for n in lengths:
+                row[f"N={n}"] = err = check(cfg, dtype, d, causal, n)
+                assert err < TOL, f"{row} N={n}: relative error {err:.2e}"
+            rows.append(row)
+    return rows
+
+
 correctness = []
 if GPU:
     cases = [(name, cfg, dtype, d) for name, cfg in VERSIONS.items() for dtype, d in
              ([(torch.bfloat16, 128), (torch.bfloat16, 64), (torch.float16, 128)]
               if name == list(VERSIONS)[-1] else [(torch.bfloat16, 128)])]
-    for name, cfg, dtype, d in cases:
-        for causal in (False, True):
-            row = {"step": name, "dtype": str(dtype).removeprefix("torch."), "d": d, "causal": causal}
-            for n in CHECK_N:
-                q, k, v = (torch.randn(2, 3, n, d, device=DEVICE, dtype=dtype) for _ in range(3))
-                ref, ref_lse = naive_attention(q.float(), k.float(), v.float(), causal, lse=True)
-                o, lse = attention_forward_gluon(q, k, v, causal, **cfg)
-                err = ((o.float() - ref).norm() / ref.norm()).item()
-                lse_err = (lse - ref_lse).abs().max().item()
-                assert err < TOL and lse_err < 1e-3, f"{row} N={n}: relative error {err:.2e}, log-sum-exp {lse_err:.2e}"
-                row[f"N={n}"] = err
-            correctness.append(row)
+
+    def check_forward(cfg: dict, dtype, d: int, causal: bool, n: int) -> float:
+        """Relative error of O against fp32 naive attention; asserts the log-sum-exp within 1e-3."""
+        q, k, v = (torch.randn(2, 3, n, d, device=DEVICE, dtype=dtype) for _ in range(3))
+        ref, ref_lse = naive_attention(q.float(), k.float(), v.float(), causal, lse=True)
+        o, lse = attention_forward_gluon(q, k, v, causal, **cfg)
+        lse_err = (lse - ref_lse).abs().max().item()
+        assert lse_err < 1e-3, f"{cfg} {dtype} d={d} causal={causal} N={n}: log-sum-exp {lse_err:.2e}"
+        return ((o.float() - ref).norm() / ref.norm()).item()
+
+    correctness = check_cases(cases, CHECK_N, check_forward)
     save_data("correctness.csv", correctness)
     display(table(correctness, formats={f"N={n}": ".1e" for n in CHECK_N},
                   caption="relative error of O against fp32 naive attention; the log-sum-exp within 1e-3 everywhere"))
@@ -493,11 +508,10 @@ if GPU:
             out = fn()
             out = out[0] if isinstance(out, tuple) else out
             assert ((out.float() - ref.float()).norm() / ref.float().norm()).item() < TOL, name
-            p = paired_ratio(lambda: cudnn(q, k, v, causal), fn, rounds=5)
-            pairs[causal, name] = p
-            step_rows.append({"mask": "causal" if causal else "none", "step": name,
-                              "TFLOP/s": tflops(attention_flops(b, H, n, D, causal), p.candidate_ms),
-                              "% of cuDNN": 100 * p.ratio, "spread": p.spread()})
+            pairs[causal, name], row = step_against_cudnn(lambda: cudnn(q, k, v, causal), fn,
+                                                          attention_flops(b, H, n, D, causal),
+                                                          mask="causal" if causal else "none", step=name)
+            step_rows.append(row)
     save_data("steps.csv", step_rows)
     display(table(step_rows, formats={"TFLOP/s": ".0f", "% of cuDNN": ".0f"},
                   caption=f"bf16, B={b} H={H} N={n} d={D}; % of cuDNN: cuDNN's forward time / this one's, "
@@ -911,19 +925,17 @@ if GPU:
     cases = [(name, cfg, dtype, d) for name, cfg in BWD_VERSIONS.items() for dtype, d in
              ([(torch.bfloat16, 128), (torch.bfloat16, 64), (torch.float16, 128), (torch.float16, 64)]
               if cfg["version"] == "ws" else [(torch.bfloat16, 128)])]
-    for name, cfg, dtype, d in cases:
-        for causal in (False, True):
-            row = {"step": name, "dtype": str(dtype).removeprefix("torch."), "d": d, "causal": causal}
-            for n in BWD_CHECK_N:
-                q, k, v, do = (torch.randn(2, 3, n, d, device=DEVICE, dtype=dtype) for _ in range(4))
-                qf, kf, vf = (t.float().requires_grad_() for t in (q, k, v))
-                naive_attention(qf, kf, vf, causal).backward(do.float())
-                o, lse = attention_forward_gluon(q, k, v, causal)
-                grads = attention_backward_gluon(q, k, v, o, lse, do, causal, **cfg)
-                worst = max(((g.float() - r).norm() / r.norm()).item() for g, r in zip(grads, (qf.grad, kf.grad, vf.grad)))
-                assert worst < TOL, f"{row} N={n}: gradient relative error {worst:.2e}"
-                row[f"N={n}"] = worst
-            gradient_rows.append(row)
+
+    def check_backward(cfg: dict, dtype, d: int, causal: bool, n: int) -> float:
+        """Worst relative error of dQ, dK, dV against autograd through fp32 naive attention."""
+        q, k, v, do = (torch.randn(2, 3, n, d, device=DEVICE, dtype=dtype) for _ in range(4))
+        qf, kf, vf = (t.float().requires_grad_() for t in (q, k, v))
+        naive_attention(qf, kf, vf, causal).backward(do.float())
+        o, lse = attention_forward_gluon(q, k, v, causal)
+        grads = attention_backward_gluon(q, k, v, o, lse, do, causal, **cfg)
+        return max(((g.float() - r).norm() / r.norm()).item() for g, r in zip(grads, (qf.grad, kf.grad, vf.grad)))
+
+    gradient_rows = check_cases(cases, BWD_CHECK_N, check_backward)
     save_data("gradients.csv", gradient_rows)
     display(table(gradient_rows, formats={f"N={n}": ".1e" for n in BWD_CHECK_N},
                   caption="worst relative error of dQ, dK, dV against autograd through fp32 naive attention"))
@@ -963,11 +975,9 @@ if GPU:
         for name, fn in runs.items():
             worst = max(((g.float() - r.float()).norm() / r.float().norm()).item() for g, r in zip(fn(), ref))
             assert worst < TOL, (name, causal, worst)
-            p = paired_ratio(cudnn_bwd, fn, rounds=5)
-            bwd_pairs[8192, causal, name] = p
-            bwd_step_rows.append({"mask": "causal" if causal else "none", "step": name,
-                                  "TFLOP/s": tflops(2.5 * attention_flops(b, H, 8192, D, causal), p.candidate_ms),
-                                  "% of cuDNN": 100 * p.ratio, "spread": p.spread()})
+            bwd_pairs[8192, causal, name], row = step_against_cudnn(
+                cudnn_bwd, fn, 2.5 * attention_flops(b, H, 8192, D, causal), mask="causal" if causal else "none", step=name)
+            bwd_step_rows.append(row)
     save_data("backward_steps.csv", bwd_step_rows)
     display(table(bwd_step_rows, formats={"TFLOP/s": ".0f", "% of cuDNN": ".0f"},
                   caption=f"bf16, B={TOKENS // (H * 8192)} H={H} N=8192 d={D}; % of cuDNN: cuDNN's backward time / "

@@ -40,12 +40,12 @@ import triton
 import triton.language as tl
 from IPython.display import display
 
-from worklog_gen.kit.attention import backward_only, flex_attention, sdpa, sdpa_backends
+from worklog_gen.kit.attention import backward_only, flex_attention, sdpa, sdpa_backends, step_against_cudnn
 from worklog_gen.kit.cells import import_cells
 from worklog_gen.kit.charts import benchmark_chart
 from worklog_gen.kit.compiler import compiler_output_kept, failed_pass
 from worklog_gen.kit.markdown import prose, table
-from worklog_gen.kit.measure import bench, gpu_info, measure_ceilings, tflops
+from worklog_gen.kit.measure import bench, gpu_info, tflops
 from worklog_gen.kit.notebook import headline, interpret_mode, save_data
 from worklog_gen.kit.paired import paired_ratio
 from worklog_gen.kit.power import clock_split
@@ -596,11 +596,9 @@ if GPU:
         for step, cfg in [s for s in steps if s[1]]:
             run = backward_only(peers[cfg], q, k, v, do, causal) if isinstance(cfg, str) else \
                 lambda cfg=cfg: attention_backward(q, k, v, o, lse, do, causal, **cfg)
-            p = paired_ratio(cudnn_bwd, run, rounds=5)
-            step_rows.append({"mask": "causal" if causal else "none", "step": step,
-                              "config": label(cfg) if isinstance(cfg, dict) else "—",
-                              "TFLOP/s": tflops(backward_flops(b, H, n, D, causal), p.candidate_ms),
-                              "% of cuDNN": 100 * p.ratio, "spread": p.spread()})
+            step_rows.append(step_against_cudnn(cudnn_bwd, run, backward_flops(b, H, n, D, causal),
+                                                mask="causal" if causal else "none", step=step,
+                                                config=label(cfg) if isinstance(cfg, dict) else "—")[1])
     save_data("steps.csv", step_rows)
     display(table(step_rows, formats={"TFLOP/s": ".0f", "% of cuDNN": ".0f"},
                   caption=f"bf16, B={b} H={H} N={n} d={D}; % of cuDNN: cuDNN's backward time / this one's, median "

@@ -497,14 +497,20 @@ _FUSED_CONFIGS: dict = {}
 
 def fused_config(x: torch.Tensor, y: torch.Tensor, num_warps: int, loop_stages: int) -> dict:
     """Compile the fused kernel for x's dtype and row length and return its occupancy (see
-    :func:`worklog_gen.kit.measure.occupancy`) with BLOCK_SIZE, num_warps and loop_stages; cached per configuration."""
+    :func:`worklog_gen.kit.measure.occupancy`) with BLOCK_SIZE, num_warps and loop_stages; cached per configuration.
+    ``loop_stages`` comes back lower where the rows it prefetches need more shared memory than one block
+    may have on this card (``shared_memory_per_block_optin``: 227 KB on sm_90, 99 KB on sm_86 and sm_89,
+    where a prefetched 2^15-element fp32 row, 128 KiB, does not fit)."""
     M, N = x.shape
     block = triton.next_power_of_2(N)
     key = (x.dtype, block, num_warps, loop_stages)
     if key not in _FUSED_CONFIGS:
-        kernel = softmax_fused_kernel.warmup(x, y, x.stride(0), y.stride(0), M, N, BLOCK_SIZE=block,
-                                             LOOP_STAGES=loop_stages, num_warps=num_warps, grid=(1,))
-        _FUSED_CONFIGS[key] = dict(BLOCK_SIZE=block, num_warps=num_warps, loop_stages=loop_stages,
+        for stages in range(loop_stages, 0, -1):  # a 1-stage kernel that does not fit fails at its launch
+            kernel = softmax_fused_kernel.warmup(x, y, x.stride(0), y.stride(0), M, N, BLOCK_SIZE=block,
+                                                 LOOP_STAGES=stages, num_warps=num_warps, grid=(1,))
+            if kernel.metadata.shared <= PROPS.shared_memory_per_block_optin:
+                break
+        _FUSED_CONFIGS[key] = dict(BLOCK_SIZE=block, num_warps=num_warps, loop_stages=stages,
                                    **occupancy(kernel, num_warps))
     return _FUSED_CONFIGS[key]
 
@@ -513,7 +519,8 @@ def softmax_fused(x: torch.Tensor, num_warps: int | None = None, loop_stages: in
                   n_programs: int | None = None) -> torch.Tensor:
     """Softmax over the last dim of ``x`` (M, N <= FUSED_LIMIT; fp32, bf16 or fp16; rows contiguous) with
     each row held on chip: 1 read + 1 write. ``num_warps`` defaults to BLOCK_SIZE / (32 ×
-    ELEMENTS_PER_THREAD), ``loop_stages`` to FUSED_LOOP_STAGES, the persistent grid ``n_programs`` to
+    ELEMENTS_PER_THREAD), ``loop_stages`` to FUSED_LOOP_STAGES (fewer where the card's shared memory needs:
+    :func:`fused_config`), the persistent grid ``n_programs`` to
     min(M, NUM_SMS × programs per SM) from the compiled kernel's occupancy. Returns (M, N) in x's
     dtype, fp32 inside. Raises ValueError or TypeError on bad input or N > FUSED_LIMIT."""
     _check_input(x)
@@ -530,7 +537,8 @@ def softmax_fused(x: torch.Tensor, num_warps: int | None = None, loop_stages: in
         if interpret_mode():
             n_programs = min(M, NUM_SMS)
         else:
-            n_programs = min(M, NUM_SMS * fused_config(x, y, num_warps, loop_stages)["programs_per_sm"])
+            config = fused_config(x, y, num_warps, loop_stages)
+            loop_stages, n_programs = config["loop_stages"], min(M, NUM_SMS * config["programs_per_sm"])
     softmax_fused_kernel[(n_programs,)](x, y, x.stride(0), y.stride(0), M, N, BLOCK_SIZE=block,
                                         LOOP_STAGES=loop_stages, num_warps=num_warps)
     return y

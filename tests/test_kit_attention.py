@@ -56,3 +56,17 @@ def test_backward_only_returns_the_gradients_of_the_forward_each_call():
     for _ in range(2):  # the graph is kept between calls
         for got, expected in zip(run(), (qf.grad, kf.grad, vf.grad)):
             assert torch.allclose(got, expected, atol=1e-6)
+
+
+def test_a_step_against_cudnn_is_timed_in_pairs_and_becomes_a_table_row(monkeypatch):
+    from worklog_gen.kit import paired
+    from worklog_gen.kit.attention import step_against_cudnn
+
+    times = {"cudnn": iter([2.0, 2.2, 1.8]), "step": iter([4.0, 4.0, 4.0])}
+    monkeypatch.setattr(paired, "_bench_ms", lambda fn: next(times[fn()]))
+    pairs, row = step_against_cudnn(lambda: "cudnn", lambda: "step", 8e12, rounds=3, mask="causal", step="v1")
+    assert list(row) == ["mask", "step", "TFLOP/s", "% of cuDNN", "spread"]
+    assert (row["mask"], row["step"]) == ("causal", "v1")
+    assert pairs.ratio == pytest.approx(0.5) and row["% of cuDNN"] == pytest.approx(50.0)
+    assert row["TFLOP/s"] == pytest.approx(8e12 / 4e-3 / 1e12)  # 8 TFLOP in 4 ms
+    assert row["spread"] == pairs.spread()

@@ -61,10 +61,10 @@ NOT_FOR_OLDER_CARDS = {
 }
 """The topics that declare compute capability 9.0, and what in them needs Hopper."""
 
-FUSED_TWO_STAGES = ("a whole 2^15-element fp32 row prefetched in shared memory (128 KiB) is over the card's 99 KiB: "
-                    "OutOfResources in the fp32 benchmark sweep at N = 2^15 if the fused kernel's tuning picks "
-                    "2 loop stages (FUSED_LOOP_STAGES, 2 by default); needs the notebook to cap its stages by the "
-                    "card's shared memory")
+FUSED_TWO_STAGES = ("a whole 2^15-element fp32 row prefetched in shared memory (128 KiB) is over the card's 99 KiB; "
+                    "the notebook never launches it there: its fused_config compiles the kernel first and drops to "
+                    "1 loop stage when shared memory is over the card's shared_memory_per_block_optin (the 1-stage "
+                    "kernel is compiled here too, and must fit)")
 SPILL = "ptxas spills a few bytes to local memory for this card (none for sm_90): slower, not wrong; a sweep point"
 KNOWN_MISFITS = {
     80: {("vector_add", "add_kernel", "bf16", "BLOCK_SIZE=8192 num_warps=16"): SPILL},

@@ -32,6 +32,7 @@ pytestmark = [pytest.mark.notebook, pytest.mark.xdist_group("softmax_kernels")]
 CHILD = r'''
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import torch
 
@@ -42,12 +43,35 @@ lines = notebook.read_text().splitlines(keepends=True)
 end = lines.index("# ## 3. Correctness\n") - 1  # the '# %% [markdown]' line of that cell
 namespace = {"__name__": "online_softmax"}
 exec(compile("".join(lines[:end]), str(notebook), "exec"), namespace)
+
+
+def fused_stages_on_card(optin, row_bytes, loop_stages, block):
+    """The notebook's fused_config on a card allowing ``optin`` bytes of shared memory per block, for a
+    kernel that keeps ``loop_stages - 1`` prefetched rows of ``row_bytes`` (plus 1 KiB of scratch) in
+    shared memory. Compiling and the occupancy query are stood in for: the interpreter compiles nothing."""
+    class Kernel:
+        def warmup(self, *args, LOOP_STAGES, **kwargs):
+            return SimpleNamespace(metadata=SimpleNamespace(shared=(LOOP_STAGES - 1) * row_bytes + 1024))
+    saved = {k: namespace.get(k) for k in ("PROPS", "softmax_fused_kernel", "occupancy")}
+    namespace.update(PROPS=SimpleNamespace(shared_memory_per_block_optin=optin), softmax_fused_kernel=Kernel(),
+                     occupancy=lambda kernel, num_warps: {"shared_bytes": kernel.metadata.shared})
+    try:
+        x = torch.empty(2, block)
+        return namespace["fused_config"](x, x, 8, loop_stages)
+    finally:
+        namespace.update(saved)
+        namespace["_FUSED_CONFIGS"].clear()
+
+
+namespace["fused_stages_on_card"] = fused_stages_on_card
+
 results = {}
 for key, function, args, kwargs in torch.load(calls_path):
     try:
         results[key] = namespace[function](*args, **kwargs)
     except Exception as exc:  # reported to the test, which asserts on it
         results[key] = (type(exc).__name__, str(exc))
+
 results["constants"] = {k: namespace[k] for k in ("FUSED_MAX_N", "FUSED_LIMIT", "TARGET_PROGRAMS")}
 torch.save(results, results_path)
 '''
@@ -100,6 +124,13 @@ BAD = {
     "zero splits": ("softmax_split", (torch.randn(2, 8), "online"), {"splits": 0}),
     "unknown algorithm": ("softmax_rowwise", (torch.randn(2, 8), "two-pass"), {}),
 }
+# (shared memory per block the card allows, bytes of one prefetched row, loop stages asked for, row length):
+# a 2^15-element fp32 row is 128 KiB, over the 99 KB of sm_86/sm_89 (RTX 4090, L4) and within sm_90's
+# 227 KB and sm_80's 163 KB (CUDA C++ Programming Guide, technical specifications), with the stages kept
+CARDS = {"sm_90, 2^15 fp32, 2 stages": ((227 * 1024, 2**17, 2, 2**15), 2),
+         "sm_89, 2^15 fp32, 2 stages": ((99 * 1024, 2**17, 2, 2**15), 1),
+         "sm_89, 2^14 fp32, 2 stages": ((99 * 1024, 2**16, 2, 2**14), 2),
+         "sm_80, 2^15 fp32, 3 stages": ((163 * 1024, 2**17, 3, 2**15), 2)}
 DISPATCH = {"2 rows of 2^20": (2, 2**20), "1 row of 3 chunks": (1, 3 * 4096)}
 
 
@@ -122,6 +153,7 @@ def results(inputs, tmp_path_factory):
     calls += [(("dispatch", k), "choose_path", mn, {}) for k, mn in DISPATCH.items()]
     calls.append((("dispatch", "1 row of 3 chunks, looped"), "choose_path", DISPATCH["1 row of 3 chunks"],
                   {"fused_max_n": 1}))
+    calls += [(("stages", k), "fused_stages_on_card", a, {}) for k, (a, _) in CARDS.items()]
     folder = tmp_path_factory.mktemp("softmax")
     torch.save(calls, folder / "calls.pt")
     env = {**os.environ, "TRITON_INTERPRET": "1", "WORKLOG_GEN_OUTPUT": str(folder / "output")}
@@ -196,3 +228,14 @@ def test_dispatcher_picks_by_row_length_and_row_count(results):
     # never more segments than chunks: 3 chunks of 4096 give at most 3
     assert results[("dispatch", "1 row of 3 chunks")] == ("fused", 1)  # 12288 <= FUSED_MAX_N
     assert results[("dispatch", "1 row of 3 chunks, looped")] == ("online split-row", 3)
+
+
+@pytest.mark.parametrize("card", list(CARDS))
+def test_fused_kernel_drops_loop_stages_that_overflow_the_cards_shared_memory(results, card):
+    """An RTX 4090 or L4 (99 KB per block) cannot hold a prefetched 2^15-element fp32 row; the notebook
+    compiles first and launches with the stages that fit instead of raising OutOfResources."""
+    (optin, _, _, _), stages = CARDS[card]
+    config = results[("stages", card)]
+    assert isinstance(config, dict), config
+    assert config["loop_stages"] == stages
+    assert config["shared_bytes"] <= optin

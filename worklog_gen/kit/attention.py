@@ -65,3 +65,31 @@ def backward_only(forward: Callable, q, k, v, do, causal: bool) -> Callable[[], 
     q, k, v = (t.detach().requires_grad_() for t in (q, k, v))
     out = forward(q, k, v, causal)
     return lambda: torch.autograd.grad(out, (q, k, v), do, retain_graph=True)
+
+
+def step_against_cudnn(cudnn: Callable[[], object], candidate: Callable[[], object], flops: float, *,
+                       rounds: int = 5, **columns):
+    """Time ``candidate`` in ``rounds`` pairs with ``cudnn`` (:func:`worklog_gen.kit.paired.paired_ratio`)
+    and make the row a step table shows for it.
+
+    Args:
+        cudnn, candidate: functions of no arguments that launch the same attention work (forward or
+            backward) on cuDNN's backend and on the step being timed.
+        flops: the FLOPs one call of ``candidate`` is counted as (the topic's own count).
+        rounds: paired rounds.
+        **columns: the row's leading columns (mask, step, config, ...), kept in order.
+
+    Returns:
+        ``(pairs, row)``: the :class:`~worklog_gen.kit.paired.PairedRatio`, and ``columns`` followed by
+        ``TFLOP/s`` (``flops`` over the candidate's median pair time), ``% of cuDNN`` (100 × cuDNN's
+        time / the candidate's, median of the pairs) and ``spread`` (the smallest and largest pair).
+
+    Raises:
+        RuntimeError: no CUDA device (from the timer).
+    """
+    from worklog_gen.kit.measure import tflops
+    from worklog_gen.kit.paired import paired_ratio
+
+    pairs = paired_ratio(cudnn, candidate, rounds=rounds)
+    return pairs, {**columns, "TFLOP/s": tflops(flops, pairs.candidate_ms), "% of cuDNN": 100 * pairs.ratio,
+                   "spread": pairs.spread()}
