@@ -280,6 +280,15 @@ def test_a_stale_other_machine_is_a_note_not_a_warning(two_machines):
     assert page.notes == [f"notebook notebooks/alpha.py: the record of {H100} is stale; "
                           "run worklog-gen execute notebooks/alpha.py on it"]
     assert "(stale)" in page.markdown.split("**Other machines:** ", 1)[1].split("\n", 1)[0]
+    # its column says so, and so does the line under the table: no figure of older code reads as current
+    assert "| Result | H200 | H100 (stale) | H100 / H200 | Goal | Measured against |" in page.markdown
+    assert f"{H100}, 2026-11-25 (stale: a run of older code);" in page.markdown
+
+    md = kernels_page(TOPICS, STORE, root).markdown
+    across = md.split("## Across machines", 1)[1].split("\n## ", 1)[0]
+    assert "| [Alpha](topics/alpha.md) | The copy figure | 4.3 TB/s | 3 TB/s (stale) | 0.698× (H100 / H200) |" in across
+    scaling = md.split("## What scales with what", 1)[1].split("\n## ", 1)[0]
+    assert "| [Alpha](topics/alpha.md) | The copy figure | 0.698× (stale) | memory bandwidth |" in scaling
 
 
 def test_an_unknown_primary_machine_is_a_config_error_naming_mkdocs_yml(two_machines):

@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import html
 import json
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -217,7 +218,8 @@ def recorded_order(entry: Path) -> list[str]:
         return []
 
 
-def results_table(record: FreezeRecord, order: list[str] | None = None, others: list[FreezeRecord] = ()) -> str:
+def results_table(record: FreezeRecord, order: list[str] | None = None, others: list[FreezeRecord] = (),
+                  stale: Collection[str] = ()) -> str:
     """**Results** first on a topic page, from the frozen record: one row per headline figure,
     in ``order`` (names; the rest follow as the record holds them): what it is (its label), the
     value, the goal or prediction with met or missed, and the baseline it is measured against;
@@ -228,7 +230,9 @@ def results_table(record: FreezeRecord, order: list[str] | None = None, others: 
     value ÷ the primary's (``H200 / H100``, :func:`ratio_text`); the goal says met or missed for each
     machine when their runs disagree (:func:`_goals`); the baseline is the primary's (another
     machine's where the primary lacks that figure); the line under the table names every machine
-    and date."""
+    and date. An other machine named in ``stale`` (machine names whose record no longer matches the
+    code) has "(stale)" after its column's name, and the line under the table says its run was of
+    older code, so that no figure of older code reads as the current code's."""
     records = [record, *others]
     if not any(r.headline for r in records):
         return ""
@@ -238,10 +242,12 @@ def results_table(record: FreezeRecord, order: list[str] | None = None, others: 
     else:
         labels = [table_cell(x) for x in machine_labels([r.machine_name for r in records])]
         ratios = [f"{other} / {labels[0]}" for other in labels[1:]]
-        rows = ["| Result | " + " | ".join(labels + ratios) + " | Goal | Measured against |",
+        columns = labels[:1] + [f"{x} (stale)" if r.machine_name in stale else x for x, r in zip(labels[1:], others)]
+        rows = ["| Result | " + " | ".join(columns + ratios) + " | Goal | Measured against |",
                 "| --- | " + " | ".join(["---:"] * (len(labels) + len(ratios))) + " | --- | --- |"]
         when += " (the run this page shows); " + "; ".join(
-            f"{table_cell(r.machine_name)}, {r.executed_at[:10]}" for r in others)
+            f"{table_cell(r.machine_name)}, {r.executed_at[:10]}"
+            + (" (stale: a run of older code)" if r.machine_name in stale else "") for r in others)
     for name in _headline_names(records, order):
         h = _first(records, name)
         label = table_cell(h.label) if h.label else f"`{name}`"
@@ -477,6 +483,7 @@ def render_topic(notebook: Path, store_dir: Path, root: Path, *, files_dir: str,
     box, warnings = provenance(st, links, merged, others)
     notes = [f"notebook {st.path}: the record of {o.machine} is {o.state}; run worklog-gen execute {st.path} on it"
              for o in states if o is not st and o.machine and o.state is not NotebookState.FRESH]
-    results = results_table(st.record, recorded_order(st.entry), [o.record for o in others])
+    results = results_table(st.record, recorded_order(st.entry), [o.record for o in others],
+                            stale={o.record.machine_name for o in others if o.state is NotebookState.STALE})
     markdown = "\n\n".join(p for p in (heading, intro, results, box, body.strip()) if p)
     return RenderedPage(tidy(markdown), files, warnings, notes)

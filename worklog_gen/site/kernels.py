@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from worklog_gen.freeze import store
-from worklog_gen.freeze.record import FreezeRecord
+from worklog_gen.freeze.record import FreezeRecord, NotebookState
 from worklog_gen.freeze.render import (
     RATIO_UNITS,
     RenderedPage,
@@ -48,6 +48,12 @@ class _Topic:
     def records(self) -> list[FreezeRecord]:
         return [st.record for st in (self.primary, *self.others) if st.record is not None]
 
+    @property
+    def stale(self) -> set[str]:
+        """The machines whose record is of older code than the notebook's current code."""
+        return {st.record.machine_name for st in (self.primary, *self.others)
+                if st.record is not None and st.state is NotebookState.STALE}
+
 
 def _section(topic: _Topic) -> str:
     st, record = topic.primary, topic.primary.record
@@ -64,7 +70,8 @@ def _section(topic: _Topic) -> str:
 def comparison_table(topics: list[_Topic]) -> str:
     """Every headline of every topic in one table, with a value column per machine (in the order
     machines first appear, each topic's primary first) and the ratio of each other machine's value
-    to the primary's (:func:`~worklog_gen.freeze.render.ratio_text`). Empty unless some topic has
+    to the primary's (:func:`~worklog_gen.freeze.render.ratio_text`). A value from a record of older
+    code than the notebook's current code has "(stale)" after it. Empty unless some topic has
     records of two machines or more."""
     if not any(len(t.records) > 1 for t in topics):
         return ""
@@ -75,12 +82,13 @@ def comparison_table(topics: list[_Topic]) -> str:
             "| --- | --- | " + " | ".join(["---:"] * len(labels)) + " | --- |"]
     for t in topics:
         records = t.records
+        stale = t.stale
         names = list(dict.fromkeys(n for r in records for n in r.headline))
         for name in names:
             by_machine = {r.machine_name: r.headline.get(name) for r in records}
             h = next(x for x in by_machine.values() if x is not None)
-            values = [_with_unit(by_machine[m].value, by_machine[m].unit) if by_machine.get(m) else "—"
-                      for m in machines]
+            values = [(_with_unit(by_machine[m].value, by_machine[m].unit) + (" (stale)" if m in stale else ""))
+                      if by_machine.get(m) else "—" for m in machines]
             first = records[0]
             ratios = [f"{ratio_text(first.headline.get(name), r.headline.get(name))} "
                       f"({table_cell(label[r.machine_name])} / {table_cell(label[first.machine_name])})"
@@ -174,7 +182,8 @@ def scaling_section(topics: list[_Topic]) -> str:
     datasheet in :data:`worklog_gen.kit.measure.DATASHEETS`), each shared headline's measured speed
     ratio (:func:`speed_ratio`) held against the datasheets' ratios of HBM bandwidth and of dense
     bf16 peak (:func:`classify_scaling`). Ratios to a baseline on the same card and figures that
-    are neither rates nor times are listed as not classified."""
+    are neither rates nor times are listed as not classified. A ratio that takes a record of older
+    code than the notebook's current code has "(stale)" after it."""
     from worklog_gen.kit.measure import datasheet_for
 
     parts = ["## What scales with what",
@@ -213,13 +222,14 @@ def scaling_section(topics: list[_Topic]) -> str:
                     continue
                 speed = speed_ratio(h.value, b.headline[name].value, h.unit)
                 kind = classify_scaling(speed, bandwidth, compute)
-                rows.append((SCALES.index(kind), t, h.label or name, speed, kind))
+                old = " (stale)" if t.stale & {a.machine_name, b.machine_name} else ""
+                rows.append((SCALES.index(kind), t, h.label or name, speed, kind, old))
         rows.sort(key=lambda row: row[0])  # stable: topics keep their order within a kind
         counts = {kind: sum(1 for row in rows if row[4] == kind) for kind in SCALES}
         parts.append("; ".join(f"{kind}: {counts[kind]}" for kind in SCALES).capitalize() + " headlines.")
         table = ["| Topic | Headline | Speed ratio | Scales with |", "| --- | --- | ---: | --- |"]
-        table += [f"| {t.link} | {table_cell(label)} | {'—' if speed is None else f'{speed:.3f}×'} | {kind} |"
-                  for _, t, label, speed, kind in rows]
+        table += [f"| {t.link} | {table_cell(label)} | {'—' if speed is None else f'{speed:.3f}×'}{old} | {kind} |"
+                  for _, t, label, speed, kind, old in rows]
         parts.append("\n".join(table))
     return "\n\n".join(parts)
 
