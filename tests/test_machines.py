@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import nbformat
@@ -446,3 +447,93 @@ def test_the_kernels_page_sets_headlines_that_topics_share_side_by_side(project)
 
 def test_the_kernels_page_has_no_side_by_side_section_without_a_shared_headline(two_machines):
     assert "## Side by side" not in kernels_page(TOPICS, STORE, two_machines).markdown
+
+
+# --- several GPUs, one notebook each -------------------------------------------------------------
+
+
+def _lane_project(root: Path) -> list[Path]:
+    """alpha (one GPU, last run here in 10 s), beta (no GPU), gamma (one GPU, never run here) and delta
+    (two GPUs): what an execute with --jobs sorts into lanes (alpha, gamma) and the rest."""
+    text = (root / ALPHA).read_text()
+    assert "#     gpus: 0\n" in text
+    (root / ALPHA).write_text(text.replace("#     gpus: 0\n", "#     gpus: 1\n", 1))
+    (root / "notebooks" / "gamma.py").write_text(text.replace("#     gpus: 0\n", "#     gpus: 1\n", 1))
+    (root / "notebooks" / "delta.py").write_text(text.replace("#     gpus: 0\n", "#     gpus: 2\n", 1))
+    write(root, dataclasses.replace(make_record(root, H200, "2026-11-26T08:20:15Z"), wall_seconds=10.0))
+    paths = [root / "notebooks" / name for name in ("alpha.py", "beta.py", "gamma.py", "delta.py")]
+    assert [execute.requirements(p)["gpus"] for p in paths] == [1, 0, 1, 2]
+    return paths
+
+
+def test_jobs_run_the_one_gpu_notebooks_side_by_side_and_the_rest_after(project, monkeypatch, capsys):
+    import threading
+    import time
+
+    root, events, lock = project, [], threading.Lock()
+    paths = _lane_project(root)
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    monkeypatch.setattr(execute, "environment", lambda _root: {"device": H200, "gpus": [H200, H200]})
+
+    def runner(command, gpu, root_):
+        with lock:
+            events.append(("start", Path(command[-1]).name, gpu))
+        time.sleep(0.2)  # long enough for the other lane to start meanwhile
+        with lock:
+            events.append(("end", Path(command[-1]).name, gpu))
+        return True
+
+    def in_process(path, root_, store, **kwargs):
+        events.append(("here", Path(path).name, None))
+        return execute.ExecutionResult(freeze.relative_path(path, root_), False, "", failure=None)
+
+    monkeypatch.setattr(execute, "execute_notebook", in_process)
+    cfg, _ = load_plugin_config(root / "mkdocs.yml")
+    ok = execute.execute_cli(cfg, root, paths, jobs=4, runner=runner)
+    assert not ok  # the stand-in runs in this process failed; the lanes' succeeded
+    starts = [(name, gpu) for kind, name, gpu in events if kind == "start"]
+    assert [name for name, _ in starts] == ["gamma.py", "alpha.py"]  # never run here first, then longest first
+    assert {gpu for _, gpu in starts} == {"2", "3"}  # one lane per GPU this process may use, no more
+    assert events.index(("start", "alpha.py", starts[1][1])) < events.index(("end", "gamma.py", starts[0][1]))
+    here = [name for kind, name, _ in events if kind == "here"]
+    assert here == ["beta.py", "delta.py"]  # no GPU and two GPUs: after the lanes, in this process, in order
+    assert all(kind != "here" for kind, *_ in events[:4])
+    assert "--jobs 4: 2 notebook(s) on one GPU each, 2 at a time (GPUs 2, 3)" in capsys.readouterr().err
+
+
+def test_a_lane_runs_worklog_gen_execute_of_one_notebook_with_its_options(project, monkeypatch):
+    root = project
+    paths = _lane_project(root)
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(execute, "environment", lambda _root: {"device": H200, "gpus": [H200, H200]})
+    commands = []
+    cfg, _ = load_plugin_config(root / "mkdocs.yml")
+    ok = execute.execute_cli(cfg, root, paths[:1], jobs=2, force=True, timeout=60, kernel_name="k",
+                             runner=lambda command, gpu, root_: commands.append((command, gpu)) or False)
+    assert not ok  # a lane that fails fails the command
+    assert commands == [([sys.executable, "-m", "worklog_gen", "execute", "-f", str((root / "mkdocs.yml").resolve()),
+                          "--timeout", "60", "--kernel", "k", "--force", str(paths[0])], "0")]
+
+
+def test_jobs_on_one_gpu_run_one_at_a_time_and_say_so(project, monkeypatch, capsys):
+    root = project
+    paths = _lane_project(root)
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.setattr(execute, "environment", lambda _root: {"device": H200, "gpus": [H200]})
+    ran = []
+    monkeypatch.setattr(execute, "execute_notebook", lambda path, *a, **k: ran.append(Path(path).name) or
+                        execute.ExecutionResult(str(path), False, "", failure=None))
+    cfg, _ = load_plugin_config(root / "mkdocs.yml")
+    execute.execute_cli(cfg, root, paths[2:3], jobs=2, runner=lambda *a: pytest.fail("no lane on one GPU"))
+    assert ran == ["gamma.py"]
+    assert "--jobs 2: this machine has 1 GPU to run notebooks side by side on, so they run one at a time" in \
+        capsys.readouterr().err
+
+
+def test_a_childs_lines_come_whole_behind_its_gpu(tmp_path, capsys):
+    script = "import os\nprint('first line')\nprint('GPU seen:', os.environ['CUDA_VISIBLE_DEVICES'])\n"
+    assert execute._run_child([sys.executable, "-c", script], "5", tmp_path)
+    assert capsys.readouterr().err.splitlines() == ["[GPU 5] first line", "[GPU 5] GPU seen: 5"]
+    assert not execute._run_child([sys.executable, "-c", "raise SystemExit(1)"], "5", tmp_path)

@@ -324,8 +324,12 @@ def _plan_fixes(fixer, log):
 @click.option("--force", is_flag=True, help="Execute even notebooks whose frozen result is fresh.")
 @click.option("--timeout", default=1800, show_default=True, help="Per-cell timeout in seconds.")
 @click.option("--kernel", "kernel_name", default="python3", show_default=True, help="Jupyter kernel to run them in.")
+@click.option("--jobs", "-j", default=1, show_default=True, type=click.IntRange(min=1),
+              help="On a machine of several GPUs, run up to this many one-GPU notebooks at once, each alone "
+                   "on a GPU of its own; notebooks on several GPUs run after them.")
 @CONFIG_OPTION
-def execute(notebooks: tuple[Path, ...], force: bool, timeout: int, kernel_name: str, config_file: Path) -> None:
+def execute(notebooks: tuple[Path, ...], force: bool, timeout: int, kernel_name: str, jobs: int,
+            config_file: Path) -> None:
     """Execute stale or missing topic notebooks and freeze their results.
 
     With no NOTEBOOK, every configured topic notebook. A failing cell stops its
@@ -335,7 +339,7 @@ def execute(notebooks: tuple[Path, ...], force: bool, timeout: int, kernel_name:
     from worklog_gen.freeze.execute import execute_cli
 
     cfg, root = _config(config_file)
-    ok = execute_cli(cfg, root, list(notebooks), force=force, timeout=timeout, kernel_name=kernel_name)
+    ok = execute_cli(cfg, root, list(notebooks), force=force, timeout=timeout, kernel_name=kernel_name, jobs=jobs)
     sys.exit(0 if ok else 1)
 
 

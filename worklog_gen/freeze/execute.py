@@ -466,15 +466,118 @@ def _explain(exc: Exception, kernel_name: str) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def _execute_here(path: Path, root: Path, store: Path, *, force: bool, timeout: int, kernel_name: str) -> bool:
+    """One notebook of :func:`execute_cli`, in this process: skipped when this machine's record is
+    fresh (unless ``force``), refused up front when the machine lacks what it declares, else run and
+    frozen. Returns ``False`` when it could not run or failed."""
+    rel = relative_path(path, root)
+    try:
+        if not path.is_file():
+            _say(f"error: {rel}: notebook not found")
+            return False
+        here = machine_here(path, root)
+        st = notebook_state(path, root, store, machine=here)
+        if st.failure_file is not None and st.state is not NotebookState.FAILED:
+            st.failure_file.unlink(missing_ok=True)  # a failure of code that has changed since
+        if st.state is NotebookState.FRESH and not force:
+            _say(f"{rel}: fresh, skipped (on {here}; --force runs it anyway)")
+            return True
+        if refusal := _cannot_run_here(path, root):
+            _say(f"error: {rel}: {refusal}; the last frozen result is kept")
+            return False
+        _say(f"{rel}: {st.state}, executing (on {here})")
+        result = execute_notebook(path, root, store, timeout=timeout, kernel_name=kernel_name)
+    except Exception as exc:  # unreadable notebook, missing kernel: report it, go on with the rest
+        _say(f"error: {rel}: {_explain(exc, kernel_name)}")
+        return False
+    if result.ok:
+        record = result.record
+        _say(f"{rel}: frozen into {relative_path(result.entry, root)}/ "
+             f"({record.wall_seconds:.1f} s, {record.device_label})")
+    return result.ok
+
+
+def visible_gpus(info: dict, env: dict | None = None) -> list[str]:
+    """The ids a child process can be given in ``CUDA_VISIBLE_DEVICES``, one per GPU that
+    :func:`environment` found (``info["gpus"]``): the entries of this process's own
+    ``CUDA_VISIBLE_DEVICES`` when it narrows them, else 0, 1, ..."""
+    count = len(info.get("gpus") or [])
+    narrowed = [x.strip() for x in (os.environ if env is None else env).get("CUDA_VISIBLE_DEVICES", "").split(",")
+                if x.strip()]
+    return narrowed[:count] if len(narrowed) >= count else [str(i) for i in range(count)]
+
+
+def _run_child(command: list[str], gpu: str, root: Path) -> bool:
+    """Run ``command`` (a ``worklog-gen execute`` of one notebook) with only GPU ``gpu`` visible, each
+    line it prints passed on whole with ``[GPU gpu]`` before it; ``True`` when it exits 0."""
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpu, PYTHONPATH=_python_path(root))
+    with subprocess.Popen(command, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, bufsize=1) as child:
+        for line in child.stdout:
+            _say(f"[GPU {gpu}] {line.rstrip()}")
+    return child.returncode == 0
+
+
+def _lanes(paths: list[Path], gpus: list[str], command, root: Path, runner=None) -> bool:
+    """Run ``command(path)`` for every path, at most one per GPU at a time: a thread per GPU takes the
+    next path as soon as its last one ends (``paths`` in the order to start them). ``True`` when
+    every run succeeded."""
+    import threading
+    from collections import deque
+
+    runner = runner or _run_child
+    todo, results, lock = deque(paths), [], threading.Lock()
+
+    def lane(gpu: str) -> None:
+        while True:
+            with lock:
+                if not todo:
+                    return
+                path = todo.popleft()
+            try:
+                ok = runner(command(path), gpu, root)
+            except OSError as exc:  # the child could not start: said, counted as a failure
+                _say(f"[GPU {gpu}] error: {relative_path(path, root)}: {exc}")
+                ok = False
+            with lock:
+                results.append(ok)
+
+    threads = [threading.Thread(target=lane, args=(gpu,), daemon=True) for gpu in gpus]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return all(results)
+
+
+def _longest_first(paths: list[Path], root: Path, store: Path) -> list[Path]:
+    """``paths`` ordered by the wall time of their last run on this machine, longest first (the
+    longest-processing-time rule: the lanes end closest together), notebooks never run here first."""
+    def last_seconds(path: Path) -> float:
+        try:
+            record = notebook_state(path, root, store, machine=machine_here(path, root)).record
+        except Exception:  # unreadable: its own run reports why
+            record = None
+        return record.wall_seconds if record is not None and record.wall_seconds else float("inf")
+
+    return sorted(paths, key=last_seconds, reverse=True)
+
+
 def execute_cli(cfg, root: str | Path, notebooks: list[Path], *, force: bool = False, timeout: int = 1800,
-                kernel_name: str = "python3") -> bool:
+                kernel_name: str = "python3", jobs: int = 1, runner=None) -> bool:
     """``worklog-gen execute``: run the notebooks among ``notebooks`` (every configured topic
     notebook when empty; all of them with ``force``) whose record of this machine
     (:func:`machine_here`) is stale, missing or failed, and freeze each one that succeeds into
     ``cfg.freeze_dir`` beside the other machines' records.
 
-    Prints one line per notebook, and the cell and traceback of a failure. Returns
-    ``True`` when every notebook that ran succeeded (and none was unreadable).
+    With ``jobs`` above 1 on a machine of several GPUs, the notebooks that run on one GPU run up to
+    ``jobs`` at a time (at most one per GPU), each in a ``worklog-gen execute`` of its own that sees
+    only its GPU (``CUDA_VISIBLE_DEVICES``), so each records the machine of one GPU as it would alone;
+    the longest (by their last run here) start first. The notebooks on several GPUs (or none) run
+    after them, one at a time, in this process. ``runner`` stands in for the child process in tests.
+
+    Prints one line per notebook (a child's lines behind ``[GPU n]``), and the cell and traceback of
+    a failure. Returns ``True`` when every notebook that ran succeeded (and none was unreadable).
     """
     root = Path(root).resolve()
     store = store_path(root, cfg.freeze_dir)
@@ -488,34 +591,32 @@ def execute_cli(cfg, root: str | Path, notebooks: list[Path], *, force: bool = F
             _say(f"error: {stems[p.stem]} and {p} would share the store entry {store / p.stem}")
             return False
         stems[p.stem] = p
+    paths = list(dict.fromkeys(paths))
     ok = True
-    for path in dict.fromkeys(paths):
-        rel = relative_path(path, root)
-        try:
-            if not path.is_file():
-                _say(f"error: {rel}: notebook not found")
-                ok = False
-                continue
-            here = machine_here(path, root)
-            st = notebook_state(path, root, store, machine=here)
-            if st.failure_file is not None and st.state is not NotebookState.FAILED:
-                st.failure_file.unlink(missing_ok=True)  # a failure of code that has changed since
-            if st.state is NotebookState.FRESH and not force:
-                _say(f"{rel}: fresh, skipped (on {here}; --force runs it anyway)")
-                continue
-            if refusal := _cannot_run_here(path, root):
-                _say(f"error: {rel}: {refusal}; the last frozen result is kept")
-                ok = False
-                continue
-            _say(f"{rel}: {st.state}, executing (on {here})")
-            result = execute_notebook(path, root, store, timeout=timeout, kernel_name=kernel_name)
-        except Exception as exc:  # unreadable notebook, missing kernel: report it, go on with the rest
-            _say(f"error: {rel}: {_explain(exc, kernel_name)}")
-            ok = False
-            continue
-        if result.ok:
-            record = result.record
-            _say(f"{rel}: frozen into {relative_path(result.entry, root)}/ "
-                 f"({record.wall_seconds:.1f} s, {record.device_label})")
-        ok = ok and result.ok
+    if jobs > 1:
+        gpus = [] if interpret_mode() else visible_gpus(environment(str(root)))
+        lanes = gpus[:jobs]
+        one_gpu = []
+        for path in paths:
+            try:
+                if path.is_file() and requirements(path)["gpus"] == 1:
+                    one_gpu.append(path)
+            except ValueError:
+                pass  # malformed metadata: its own run below says so
+        if len(lanes) < 2:
+            _say(f"--jobs {jobs}: this machine has {len(gpus) or 'no'} GPU{'' if len(gpus) == 1 else 's'} to run "
+                 "notebooks side by side on, so they run one at a time")
+        elif one_gpu:
+            _say(f"--jobs {jobs}: {len(one_gpu)} notebook(s) on one GPU each, {len(lanes)} at a time "
+                 f"(GPUs {', '.join(lanes)})")
+            config = ["-f", str(Path(cfg.config_file_path).resolve())] if getattr(cfg, "config_file_path", None) else []
+            options = [*config, "--timeout", str(timeout), "--kernel", kernel_name, *(["--force"] if force else [])]
+
+            def command(path: Path) -> list[str]:
+                return [sys.executable, "-m", "worklog_gen", "execute", *options, str(path)]
+
+            ok = _lanes(_longest_first(one_gpu, root, store), lanes, command, root, runner)
+            paths = [p for p in paths if p not in one_gpu]
+    for path in paths:
+        ok = _execute_here(path, root, store, force=force, timeout=timeout, kernel_name=kernel_name) and ok
     return ok
