@@ -217,7 +217,9 @@ def _run_cells(nb, root: Path, env: dict, *, timeout: int, kernel_name: str, lab
     from traitlets.config import Config
 
     total = sum(1 for c in nb.cells if c.cell_type == "code" and c.source.strip())
-    bar = tqdm(total=total, desc=label, unit="cell", disable=not progress, file=sys.stderr)
+    # with progress, the bar is drawn where stderr is a terminal (tqdm's disable=None): a log, a CI job
+    # or a lane of `execute -j` gets the lines without the bar's redraws
+    bar = tqdm(total=total, desc=label, unit="cell", disable=None if progress else True, file=sys.stderr)
     started: dict[int, float] = {}
     seconds: dict[int, float] = {}
     state: dict[str, Any] = {"index": None, "reply": None}
