@@ -468,9 +468,8 @@ def _lane_project(root: Path) -> list[Path]:
 
 def test_jobs_run_the_one_gpu_notebooks_side_by_side_and_the_rest_after(project, monkeypatch, capsys):
     import threading
-    import time
 
-    root, events, lock = project, [], threading.Lock()
+    root, events, lock, both = project, [], threading.Lock(), threading.Barrier(2, timeout=30)
     paths = _lane_project(root)
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
@@ -479,7 +478,7 @@ def test_jobs_run_the_one_gpu_notebooks_side_by_side_and_the_rest_after(project,
     def runner(command, gpu, root_):
         with lock:
             events.append(("start", Path(command[-1]).name, gpu))
-        time.sleep(0.2)  # long enough for the other lane to start meanwhile
+        both.wait()  # each lane waits here for the other: one at a time would break the barrier
         with lock:
             events.append(("end", Path(command[-1]).name, gpu))
         return True
@@ -495,7 +494,7 @@ def test_jobs_run_the_one_gpu_notebooks_side_by_side_and_the_rest_after(project,
     starts = [(name, gpu) for kind, name, gpu in events if kind == "start"]
     assert [name for name, _ in starts] == ["gamma.py", "alpha.py"]  # never run here first, then longest first
     assert {gpu for _, gpu in starts} == {"2", "3"}  # one lane per GPU this process may use, no more
-    assert events.index(("start", "alpha.py", starts[1][1])) < events.index(("end", "gamma.py", starts[0][1]))
+    assert [kind for kind, *_ in events[:2]] == ["start", "start"]  # side by side
     here = [name for kind, name, _ in events if kind == "here"]
     assert here == ["beta.py", "delta.py"]  # no GPU and two GPUs: after the lanes, in this process, in order
     assert all(kind != "here" for kind, *_ in events[:4])
@@ -530,6 +529,26 @@ def test_jobs_on_one_gpu_run_one_at_a_time_and_say_so(project, monkeypatch, caps
     assert ran == ["gamma.py"]
     assert "--jobs 2: this machine has 1 GPU to run notebooks side by side on, so they run one at a time" in \
         capsys.readouterr().err
+
+
+def test_a_lane_whose_child_cannot_start_fails_the_command_and_the_others_go_on(project, monkeypatch, capsys):
+    root = project
+    paths = _lane_project(root)
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(execute, "environment", lambda _root: {"device": H200, "gpus": [H200, H200]})
+    ran = []
+
+    def runner(command, gpu, root_):
+        if command[-1].endswith("gamma.py"):
+            raise FileNotFoundError(2, "No such file or directory", command[0])
+        ran.append(Path(command[-1]).name)
+        return True
+
+    cfg, _ = load_plugin_config(root / "mkdocs.yml")
+    assert not execute.execute_cli(cfg, root, [paths[0], paths[2]], jobs=2, runner=runner)
+    assert ran == ["alpha.py"]
+    assert "error: notebooks/gamma.py: FileNotFoundError" in capsys.readouterr().err
 
 
 def test_a_childs_lines_come_whole_behind_its_gpu(tmp_path, capsys):

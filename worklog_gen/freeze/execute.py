@@ -538,8 +538,8 @@ def _lanes(paths: list[Path], gpus: list[str], command, root: Path, runner=None)
                 path = todo.popleft()
             try:
                 ok = runner(command(path), gpu, root)
-            except OSError as exc:  # the child could not start: said, counted as a failure
-                _say(f"[GPU {gpu}] error: {relative_path(path, root)}: {exc}")
+            except Exception as exc:  # the child could not start, or its output broke off: said, a failure
+                _say(f"[GPU {gpu}] error: {relative_path(path, root)}: {type(exc).__name__}: {exc}")
                 ok = False
             with lock:
                 results.append(ok)
