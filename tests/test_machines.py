@@ -466,14 +466,24 @@ def _lane_project(root: Path) -> list[Path]:
     return paths
 
 
+def _on_gpus(root: Path, monkeypatch, count: int, visible: str | None = None):
+    """:func:`_lane_project` on a machine of ``count`` H200s (``CUDA_VISIBLE_DEVICES`` = ``visible``), not under
+    the interpreter: the notebooks and the configuration."""
+    paths = _lane_project(root)
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    if visible is None:
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    monkeypatch.setattr(execute, "environment", lambda _root: {"device": H200, "gpus": [H200] * count})
+    return paths, load_plugin_config(root / "mkdocs.yml")[0]
+
+
 def test_jobs_run_the_one_gpu_notebooks_side_by_side_and_the_rest_after(project, monkeypatch, capsys):
     import threading
 
     root, events, lock, both = project, [], threading.Lock(), threading.Barrier(2, timeout=30)
-    paths = _lane_project(root)
-    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
-    monkeypatch.setattr(execute, "environment", lambda _root: {"device": H200, "gpus": [H200, H200]})
+    paths, cfg = _on_gpus(root, monkeypatch, 2, visible="2,3")
 
     def runner(command, gpu, root_):
         with lock:
@@ -488,7 +498,6 @@ def test_jobs_run_the_one_gpu_notebooks_side_by_side_and_the_rest_after(project,
         return execute.ExecutionResult(freeze.relative_path(path, root_), False, "", failure=None)
 
     monkeypatch.setattr(execute, "execute_notebook", in_process)
-    cfg, _ = load_plugin_config(root / "mkdocs.yml")
     ok = execute.execute_cli(cfg, root, paths, jobs=4, runner=runner)
     assert not ok  # the stand-in runs in this process failed; the lanes' succeeded
     starts = [(name, gpu) for kind, name, gpu in events if kind == "start"]
@@ -503,12 +512,8 @@ def test_jobs_run_the_one_gpu_notebooks_side_by_side_and_the_rest_after(project,
 
 def test_a_lane_runs_worklog_gen_execute_of_one_notebook_with_its_options(project, monkeypatch):
     root = project
-    paths = _lane_project(root)
-    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    monkeypatch.setattr(execute, "environment", lambda _root: {"device": H200, "gpus": [H200, H200]})
+    paths, cfg = _on_gpus(root, monkeypatch, 2)
     commands = []
-    cfg, _ = load_plugin_config(root / "mkdocs.yml")
     ok = execute.execute_cli(cfg, root, paths[:1], jobs=2, force=True, timeout=60, kernel_name="k",
                              runner=lambda command, gpu, root_: commands.append((command, gpu)) or False)
     assert not ok  # a lane that fails fails the command
@@ -518,13 +523,10 @@ def test_a_lane_runs_worklog_gen_execute_of_one_notebook_with_its_options(projec
 
 def test_jobs_on_one_gpu_run_one_at_a_time_and_say_so(project, monkeypatch, capsys):
     root = project
-    paths = _lane_project(root)
-    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-    monkeypatch.setattr(execute, "environment", lambda _root: {"device": H200, "gpus": [H200]})
+    paths, cfg = _on_gpus(root, monkeypatch, 1)
     ran = []
     monkeypatch.setattr(execute, "execute_notebook", lambda path, *a, **k: ran.append(Path(path).name) or
                         execute.ExecutionResult(str(path), False, "", failure=None))
-    cfg, _ = load_plugin_config(root / "mkdocs.yml")
     execute.execute_cli(cfg, root, paths[2:3], jobs=2, runner=lambda *a: pytest.fail("no lane on one GPU"))
     assert ran == ["gamma.py"]
     assert "--jobs 2: this machine has 1 GPU to run notebooks side by side on, so they run one at a time" in \
@@ -533,10 +535,7 @@ def test_jobs_on_one_gpu_run_one_at_a_time_and_say_so(project, monkeypatch, caps
 
 def test_a_lane_whose_child_cannot_start_fails_the_command_and_the_others_go_on(project, monkeypatch, capsys):
     root = project
-    paths = _lane_project(root)
-    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    monkeypatch.setattr(execute, "environment", lambda _root: {"device": H200, "gpus": [H200, H200]})
+    paths, cfg = _on_gpus(root, monkeypatch, 2)
     ran = []
 
     def runner(command, gpu, root_):
@@ -545,7 +544,6 @@ def test_a_lane_whose_child_cannot_start_fails_the_command_and_the_others_go_on(
         ran.append(Path(command[-1]).name)
         return True
 
-    cfg, _ = load_plugin_config(root / "mkdocs.yml")
     assert not execute.execute_cli(cfg, root, [paths[0], paths[2]], jobs=2, runner=runner)
     assert ran == ["alpha.py"]
     assert "error: notebooks/gamma.py: FileNotFoundError" in capsys.readouterr().err
