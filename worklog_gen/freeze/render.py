@@ -484,6 +484,6 @@ def render_topic(notebook: Path, store_dir: Path, root: Path, *, files_dir: str,
     notes = [f"notebook {st.path}: the record of {o.machine} is {o.state}; run worklog-gen execute {st.path} on it"
              for o in states if o is not st and o.machine and o.state is not NotebookState.FRESH]
     results = results_table(st.record, recorded_order(st.entry), [o.record for o in others],
-                            stale={o.record.machine_name for o in others if o.state is NotebookState.STALE})
+                            stale=freeze.stale_machines(others))
     markdown = "\n\n".join(p for p in (heading, intro, results, box, body.strip()) if p)
     return RenderedPage(tidy(markdown), files, warnings, notes)

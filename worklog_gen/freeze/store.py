@@ -270,6 +270,12 @@ class NotebookStatus:
     legacy: bool = False
 
 
+def stale_machines(statuses) -> set[str]:
+    """The machine names of the records among ``statuses`` (:class:`NotebookStatus`) that are of older
+    code than the notebook's current code: what a page marks "(stale)" beside its figures."""
+    return {st.record.machine_name for st in statuses if st.record is not None and st.state is NotebookState.STALE}
+
+
 def notebook_states(notebook: str | Path, root: str | Path, store_dir: str | Path) -> list[NotebookStatus]:
     """Compare ``notebook`` (absolute or relative to ``root``) with each machine's record in the
     store: one status per machine (newest record first, :func:`machine_entries`), or one

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from worklog_gen.freeze import store
-from worklog_gen.freeze.record import FreezeRecord, NotebookState
+from worklog_gen.freeze.record import FreezeRecord
 from worklog_gen.freeze.render import (
     RATIO_UNITS,
     RenderedPage,
@@ -51,8 +51,7 @@ class _Topic:
     @property
     def stale(self) -> set[str]:
         """The machines whose record is of older code than the notebook's current code."""
-        return {st.record.machine_name for st in (self.primary, *self.others)
-                if st.record is not None and st.state is NotebookState.STALE}
+        return store.stale_machines((self.primary, *self.others))
 
 
 def _section(topic: _Topic) -> str:
