@@ -596,6 +596,9 @@ if GPU:
 # (`cp.reduce.async.bulk.tensor`), one instruction for the tile, issued by a warp of its own. Gluon's
 # TMA module in this Triton has no such operation (section 10 lists it at run time), so the consumers
 # add $dQ$ with `gl.atomic_add`, one `red.global.add.f32` per element, 32 per thread per block.
+# - **Version 5** halves those instructions: Hopper's `red` takes two or four floats at once
+#   (`red.global.add.v2.f32`, PTX ISA 8.1), and a wgmma accumulator holds each thread's values in pairs
+#   of adjacent columns, so one inline-PTX instruction adds a pair (16 per thread per block).
 #
 # Two register lessons from compiling it for sm_90 with the device's Triton 3.6 (`ptxas -v`): a vector
 # indexed by *query* is a column of the transposed accumulator, 16 values per thread, so loading the
@@ -623,13 +626,20 @@ def _causal_pt(pt, key0, q0):
 
 
 @gluon.jit
-def _dq_add(dq_ptr, dq, q0, col0, HEAD_DIM: gl.constexpr):
-    """dq_ptr[q0 + r, col0 + c] += dq[r, c] (fp32, relaxed); the buffer's rows are padded to whole blocks."""
+def _dq_add(dq_ptr, dq, q0, col0, HEAD_DIM: gl.constexpr, VEC2: gl.constexpr):
+    """dq_ptr[q0 + r, col0 + c] += dq[r, c] (fp32, relaxed); the buffer's rows are padded to whole blocks.
+    VEC2: two neighbouring columns per instruction, ``red.global.add.v2.f32`` (PTX ISA 8.1, sm_90), written
+    as inline PTX: each thread of a wgmma accumulator holds its values in pairs of adjacent columns, so the
+    pair's first address is the other's minus 4 bytes; Gluon 3.6's atomic_add issues one float each."""
     layout: gl.constexpr = dq.type.layout
     rows = gl.arange(0, dq.shape[0], layout=gl.SliceLayout(1, layout))
     cols = gl.arange(0, dq.shape[1], layout=gl.SliceLayout(0, layout))
     ptrs = (dq_ptr + (q0 * HEAD_DIM + col0)) + (gl.expand_dims(rows, 1) * HEAD_DIM + gl.expand_dims(cols, 0))
-    gl.atomic_add(ptrs, dq, sem="relaxed")
+    if VEC2:
+        gl.inline_asm_elementwise("red.global.gpu.relaxed.add.v2.f32 [$2], {$4, $5};\n\tmov.b32 $0, 0;\n\tmov.b32 $1, 0;",
+                                  "=r,=r,l,l,f,f", [ptrs, dq], dtype=gl.int32, is_pure=False, pack=2)
+    else:
+        gl.atomic_add(ptrs, dq, sem="relaxed")
 
 
 @gluon.jit
@@ -717,7 +727,7 @@ def attention_bwd_gluon(q_desc, k_desc, v_desc, do_desc, dq_ptr, dk_ptr, dv_ptr,
         fence_async_shared()
         cta_barrier()
         dq = warpgroup_mma(ds_smem.permute((1, 0)), k, dq_zero, use_acc=False)  # this block's share of dQ = dS K
-        _dq_add(dq_ptr, dq, q0, 0, HEAD_DIM)
+        _dq_add(dq_ptr, dq, q0, 0, HEAD_DIM, False)
         cta_barrier()  # dS and this stage read by every warp before either is written again
 
     _store_rows(dk_ptr, (dk * sm_scale).to(dtype), k0, n, bh, HEAD_DIM)
@@ -747,7 +757,8 @@ def _bwd_loader(q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem
 @gluon.jit
 def _bwd_consumer(q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
                   qdo_empty, ds_smem, ds_full, dq_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr, sm_scale, qk_scale, n,
-                  bh, k0, lo, steps, WHICH: gl.constexpr, CAUSAL: gl.constexpr, DQ_EARLY: gl.constexpr):
+                  bh, k0, lo, steps, WHICH: gl.constexpr, CAUSAL: gl.constexpr, DQ_EARLY: gl.constexpr,
+                  DQ_VEC2: gl.constexpr):
     """One warpgroup: its 64 of the program's keys against every block of queries; their dK and dV, and
     half of dQ's columns from both warpgroups' dS."""
     BLOCK_M: gl.constexpr = q_desc.block_type.shape[1]
@@ -808,7 +819,7 @@ def _bwd_consumer(q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_sm
             mbarrier.arrive(qdo_empty.index(stage), count=1)
             mbarrier.wait(ds_full.index(buf), (i // 2) & 1)
             dq = warpgroup_mma(ds_smem.index(buf).permute((1, 0)), k_cols, dq_zero, use_acc=False)  # dQ = dS K
-        _dq_add(dq_ptr, dq, q0, WHICH * (HEAD_DIM // 2), HEAD_DIM)
+        _dq_add(dq_ptr, dq, q0, WHICH * (HEAD_DIM // 2), HEAD_DIM, DQ_VEC2)
 
     _store_rows(dk_ptr, (dk * sm_scale).to(dtype), key0, n, bh, HEAD_DIM)
     _store_rows(dv_ptr, dv.to(dtype), key0, n, bh, HEAD_DIM)
@@ -816,7 +827,7 @@ def _bwd_consumer(q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_sm
 
 @gluon.jit
 def attention_bwd_ws(q_desc, k_desc, v_desc, do_desc, dq_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr, sm_scale,
-                     qk_scale, n, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, DQ_EARLY: gl.constexpr,
+                     qk_scale, n, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, DQ_EARLY: gl.constexpr, DQ_VEC2: gl.constexpr,
                      CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr):
     BLOCK_M: gl.constexpr = q_desc.block_type.shape[1]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[1]
@@ -846,10 +857,10 @@ def attention_bwd_ws(q_desc, k_desc, v_desc, do_desc, dq_ptr, dk_ptr, dv_ptr, ls
     gl.warp_specialize([
         (_bwd_consumer, (q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
                          qdo_empty, ds_smem, ds_full, dq_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr, sm_scale, qk_scale,
-                         n, bh, k0, lo, steps, 0, CAUSAL, DQ_EARLY)),
+                         n, bh, k0, lo, steps, 0, CAUSAL, DQ_EARLY, DQ_VEC2)),
         (_bwd_consumer, (q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
                          qdo_empty, ds_smem, ds_full, dq_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr, sm_scale, qk_scale,
-                         n, bh, k0, lo, steps, 1, CAUSAL, DQ_EARLY)),
+                         n, bh, k0, lo, steps, 1, CAUSAL, DQ_EARLY, DQ_VEC2)),
         (_bwd_loader, (q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
                        qdo_empty, bh, k0, lo, steps)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
@@ -861,19 +872,22 @@ BWD_VERSIONS = {
     "2. + loading warp, two consumer warpgroups": dict(version="ws"),
     "3. + a third stage": dict(version="ws", num_stages=3),
     "4. two stages, dQ's matmul under dK's and dV's": dict(version="ws", dq_early=True),
+    "5. + dQ added two floats per instruction": dict(version="ws", dq_early=True, dq_vec2=True),
 }
 """The backward's steps (section 8), each one change to one before it."""
 
 
 def attention_backward_gluon(q, k, v, o, lse, do, causal: bool = False, *, version: str = "ws", num_stages: int = 2,
-                             dq_early: bool = False, consumer_regs: int = 240, loader_regs: int = 24,
+                             dq_early: bool = False, dq_vec2: bool = False, consumer_regs: int = 240,
+                             loader_regs: int = 24,
                              kernels: list | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """dQ, dK, dV (B, H, N, d), each like q, of softmax(Q K^T / sqrt(d)) V for the output gradient ``do``.
     q, k, v, o, do: (B, H, N, d) contiguous CUDA tensors of one dtype (bf16 or fp16), d 64 or 128, any N >= 1;
     lse (B, H, N) fp32 in log2 units, as :func:`attention_forward_gluon` returns it. version "gluon"
     (version 1, 8 warps) or "ws" (a loading warp, two consumer warpgroups); num_stages: the Q, dO ring (2
     or 3: 160 or 192 KiB of shared memory at d = 128); dq_early ("ws" only): dQ's matmul issued before dV's
-    and dK's are waited for. Δ = rowsum(O dO) comes from the backward topic's
+    and dK's are waited for; dq_vec2 ("ws" only): dQ added two floats per reduction instruction
+    (``red.global.add.v2.f32``). Δ = rowsum(O dO) comes from the backward topic's
     kernel; dQ is summed in an fp32 buffer of whole 64-row blocks, then scaled and cast. The compiled
     kernel is appended to ``kernels`` if given. Raises ValueError on bad inputs."""
     if len({t.shape for t in (q, k, v, o, do)}) > 1 or q.dim() != 4 or len({t.dtype for t in (q, k, v, o, do)}) > 1:
@@ -900,7 +914,7 @@ def attention_backward_gluon(q, k, v, o, lse, do, causal: bool = False, *, versi
     if version == "gluon":
         kernel = attention_bwd_gluon[grid](*args, CAUSAL=causal, NUM_STAGES=num_stages, num_warps=8)
     else:  # 12 warps in all, as the forward's: the budgets must fit 3 x 128 x maxnreg
-        kernel = attention_bwd_ws[grid](*args, CAUSAL=causal, NUM_STAGES=num_stages, DQ_EARLY=dq_early,
+        kernel = attention_bwd_ws[grid](*args, CAUSAL=causal, NUM_STAGES=num_stages, DQ_EARLY=dq_early, DQ_VEC2=dq_vec2,
                                         CONSUMER_REGS=consumer_regs,
                                         LOADER_REGS=loader_regs, num_warps=4,
                                         maxnreg=(2 * consumer_regs + loader_regs) // 3 // 8 * 8)

@@ -64,6 +64,7 @@ def compiled(fn, consts, q_rows, d, **options):
             "tma_in": "cp.async.bulk.tensor.3d.shared" in ptx, "tma_out": "cp.async.bulk.tensor.3d.global.shared" in ptx,
             "spill_bytes": sum(int(a) for a in re.findall(r"(\d+) bytes spill stores", text)),
             "dq_atomics": len(re.findall(r"(?:atom|red)\.global\.[a-z.]*add\.f32", ptx)),
+            "dq_pairs": len(re.findall(r"red\.global\.[a-z.]*add\.v2\.f32", ptx)),
             "mbarrier": "mbarrier.try_wait" in ptx}
 
 
@@ -92,9 +93,10 @@ for name, cfg in nb.BWD_VERSIONS.items():  # every step without the mask; the fi
                                                                   num_warps=8), 64, d, num_warps=8)
         else:
             consts = dict(CAUSAL=causal, NUM_STAGES=cfg.get("num_stages", 2), DQ_EARLY=cfg.get("dq_early", False),
-                          CONSUMER_REGS=240, LOADER_REGS=24)
+                          DQ_VEC2=cfg.get("dq_vec2", False), CONSUMER_REGS=240, LOADER_REGS=24)
             backward[key] = compiled(nb.attention_bwd_ws, consts, 64, d, num_warps=4, maxnreg=168)
         backward[key]["specialized"] = cfg["version"] == "ws"
+        backward[key]["pairs"] = cfg.get("dq_vec2", False)
 
 errors = {}
 q = torch.randn(1, 2, 64, 128, dtype=torch.bfloat16)
@@ -163,14 +165,22 @@ def test_bad_input_is_a_clear_error_before_any_launch(built):
 
 def test_every_backward_version_compiles_with_tma_wgmma_and_dq_by_atomics(built):
     """Five matmuls per block (S^T, dP^T, dV, dK, dQ) on wgmma; Q and dO in by TMA; dQ added by
-    pointer atomics, one per element, since Gluon 3.6's TMA has no bulk reduction (the page's section 10)."""
+    pointer atomics, since Gluon 3.6's TMA has no bulk reduction (the page's section 10): one float per
+    instruction, or in version 5 two (``red.global.add.v2.f32``) and no single ones."""
     kernels = built["backward"]
-    assert len(kernels) == 6, sorted(kernels)  # 4 versions; the first warp-specialized one causal and at d = 64 too
+    assert len(kernels) == 7, sorted(kernels)  # 5 versions; the first warp-specialized one causal and at d = 64 too
     for key, k in kernels.items():
         assert k["ptxas"], f"{key}: ptxas reported nothing"
         assert k["shared"] <= 227 * 1024, f"{key}: {k['shared']} B of shared memory"
         assert k["tma_in"] and k["mbarrier"], key
-        assert k["wgmma"] > 0 and k["dq_atomics"] > 0, key
+        assert k["wgmma"] > 0, key
+        if k["pairs"]:
+            assert k["dq_pairs"] > 0 and k["dq_atomics"] == 0, (key, k["dq_pairs"], k["dq_atomics"])
+        else:
+            assert k["dq_atomics"] > 0 and k["dq_pairs"] == 0, (key, k["dq_pairs"], k["dq_atomics"])
+    pairs = [k for k in kernels.values() if k["pairs"]]
+    singles = [k for key, k in kernels.items() if key.startswith("4.")]
+    assert len(pairs) == 1 and 2 * pairs[0]["dq_pairs"] == singles[0]["dq_atomics"]  # the same floats, half the instructions
 
 
 def test_the_backward_consumers_get_240_registers_and_spill_little(built):
