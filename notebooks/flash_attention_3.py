@@ -630,14 +630,15 @@ def _dq_add(dq_ptr, dq, q0, col0, HEAD_DIM: gl.constexpr, VEC2: gl.constexpr):
     """dq_ptr[q0 + r, col0 + c] += dq[r, c] (fp32, relaxed); the buffer's rows are padded to whole blocks.
     VEC2: two neighbouring columns per instruction, ``red.global.add.v2.f32`` (PTX ISA 8.1, sm_90), written
     as inline PTX: each thread of a wgmma accumulator holds its values in pairs of adjacent columns, so the
-    pair's first address is the other's minus 4 bytes; Gluon 3.6's atomic_add issues one float each."""
+    pair's first address is the other's minus 4 bytes; Gluon 3.6's atomic_add issues one float each. The
+    addresses go in as 64-bit integers: Triton 3.6's inline asm refuses a pointer beside a float."""
     layout: gl.constexpr = dq.type.layout
     rows = gl.arange(0, dq.shape[0], layout=gl.SliceLayout(1, layout))
     cols = gl.arange(0, dq.shape[1], layout=gl.SliceLayout(0, layout))
     ptrs = (dq_ptr + (q0 * HEAD_DIM + col0)) + (gl.expand_dims(rows, 1) * HEAD_DIM + gl.expand_dims(cols, 0))
     if VEC2:
         gl.inline_asm_elementwise("red.global.gpu.relaxed.add.v2.f32 [$2], {$4, $5};\n\tmov.b32 $0, 0;\n\tmov.b32 $1, 0;",
-                                  "=r,=r,l,l,f,f", [ptrs, dq], dtype=gl.int32, is_pure=False, pack=2)
+                                  "=r,=r,l,l,f,f", [ptrs.to(gl.int64), dq], dtype=gl.int32, is_pure=False, pack=2)
     else:
         gl.atomic_add(ptrs, dq, sem="relaxed")
 
