@@ -1080,8 +1080,10 @@ if GPU:
 # %% [markdown]
 # **Reading it.** Both forwards and both backwards run at the 700 W cap, so the clock is what power
 # leaves over. The Gluon backward is given a *higher* clock than cuDNN's and still does less: its
-# tensor cores wait, for the atomics' issue slots and for the $dS$ hand-off between the consumers,
-# and an idle tensor core draws less power. Work per clock is the counter that separates the two.
+# tensor cores wait, and an idle tensor core draws less power. Work per clock is the counter that
+# separates the two. What they wait for is not the atomics' issue slots: version 5 issues half as many
+# and takes the same time (section 8). The suspect left is the $dS$ hand-off, which holds the two
+# consumers in step every block, so that neither's elementwise work can run under the other's matmuls.
 #
 # **What Blackwell would change.** On sm_100, `tcgen05.mma` is issued by one thread and accumulates
 # in **tensor memory** (TMEM, 256 KiB per SM beside the registers), not in the issuing warps'
@@ -1099,7 +1101,8 @@ if GPU:
 # L2, issued by a warp of its own. The backward topic reaches it in Triton through a tensor descriptor's
 # `atomic_add`. Gluon's TMA module in the Triton this page ran on is listed below; where it has no
 # `async_atomic_add`, section 6's consumers add $dQ$ with `gl.atomic_add` instead, one
-# `red.global.add.f32` per element (the compile tests count them).
+# `red.global.add.f32` per element, or in version 5 one `red.global.add.v2.f32` per pair of elements
+# (the compile tests count both).
 
 # %% tags=["hide-input"] summary="Gluon's TMA operations in this Triton"
 tma_ops = sorted(n for n in dir(tma) if not n.startswith("_") and callable(getattr(tma, n)) and n[0].islower())
