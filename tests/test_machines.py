@@ -554,3 +554,33 @@ def test_a_childs_lines_come_whole_behind_its_gpu(tmp_path, capsys):
     assert execute._run_child([sys.executable, "-c", script], "5", tmp_path)
     assert capsys.readouterr().err.splitlines() == ["[GPU 5] first line", "[GPU 5] GPU seen: 5"]
     assert not execute._run_child([sys.executable, "-c", "raise SystemExit(1)"], "5", tmp_path)
+
+
+def test_jobs_auto_gives_each_visible_gpu_a_lane_while_it_has_a_notebook(project, monkeypatch, capsys):
+    root = project
+    paths, cfg = _on_gpus(root, monkeypatch, 3)
+    lanes = {}
+    monkeypatch.setattr(execute, "execute_notebook", lambda path, *a, **k:
+                        execute.ExecutionResult(str(path), False, "", failure=None))
+    execute.execute_cli(cfg, root, paths, jobs="auto", runner=lambda command, gpu, root_:
+                        lanes.setdefault(Path(command[-1]).name, gpu) is not None)
+    assert sorted(lanes) == ["alpha.py", "gamma.py"] and set(lanes.values()) <= {"0", "1"}
+    assert "--jobs auto: 2 notebook(s) on one GPU each, 2 at a time (GPUs 0, 1)" in capsys.readouterr().err
+
+
+def test_the_command_line_takes_jobs_as_a_number_or_auto(monkeypatch, tmp_path):
+    from click.testing import CliRunner
+
+    from worklog_gen.cli import main
+
+    seen = []
+    monkeypatch.setattr(execute, "execute_cli", lambda cfg, root, notebooks, **kw: seen.append(kw["jobs"]) or True)
+    (tmp_path / "mkdocs.yml").write_text("site_name: t\nplugins:\n  - worklog\n", encoding="utf-8")
+    runner = CliRunner()
+    for given in ("auto", "3", None):
+        args = ["execute", "-f", str(tmp_path / "mkdocs.yml"), *(["-j", given] if given else [])]
+        assert runner.invoke(main, args).exit_code == 0
+    assert seen == ["auto", 3, 1]
+    for bad in ("0", "-2", "all"):
+        result = runner.invoke(main, ["execute", "-f", str(tmp_path / "mkdocs.yml"), "-j", bad])
+        assert result.exit_code == 2 and f"'{bad}' is not a whole number of at least 1, nor 'auto'" in result.output

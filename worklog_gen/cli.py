@@ -319,16 +319,37 @@ def _plan_fixes(fixer, log):
         raise click.ClickException(f"cannot read {exc.filename}: {exc.strerror or exc}") from exc
 
 
+class _Jobs(click.ParamType):
+    """``--jobs``: a whole number of at least 1, or ``auto`` (one lane per GPU, as ``pytest -n auto``
+    takes one worker per core)."""
+
+    name = "N|auto"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int) or value == "auto":
+            return value
+        try:
+            number = int(value)
+        except (TypeError, ValueError):
+            number = 0
+        if number < 1:
+            self.fail(f"{value!r} is not a whole number of at least 1, nor 'auto'", param, ctx)
+        return number
+
+
+JOBS = _Jobs()
+
+
 @main.command()
 @click.argument("notebooks", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--force", is_flag=True, help="Execute even notebooks whose frozen result is fresh.")
 @click.option("--timeout", default=1800, show_default=True, help="Per-cell timeout in seconds.")
 @click.option("--kernel", "kernel_name", default="python3", show_default=True, help="Jupyter kernel to run them in.")
-@click.option("--jobs", "-j", default=1, show_default=True, type=click.IntRange(min=1),
+@click.option("--jobs", "-j", default="1", show_default=True, type=JOBS, metavar="N|auto",
               help="On a machine of several GPUs, run up to this many one-GPU notebooks at once, each alone "
-                   "on a GPU of its own; notebooks on several GPUs run after them.")
+                   "on a GPU of its own ('auto': one per GPU); notebooks on several GPUs run after them.")
 @CONFIG_OPTION
-def execute(notebooks: tuple[Path, ...], force: bool, timeout: int, kernel_name: str, jobs: int,
+def execute(notebooks: tuple[Path, ...], force: bool, timeout: int, kernel_name: str, jobs: int | str,
             config_file: Path) -> None:
     """Execute stale or missing topic notebooks and freeze their results.
 

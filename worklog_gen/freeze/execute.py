@@ -566,15 +566,16 @@ def _longest_first(paths: list[Path], root: Path, store: Path) -> list[Path]:
 
 
 def execute_cli(cfg, root: str | Path, notebooks: list[Path], *, force: bool = False, timeout: int = 1800,
-                kernel_name: str = "python3", jobs: int = 1, runner=None) -> bool:
+                kernel_name: str = "python3", jobs: int | str = 1, runner=None) -> bool:
     """``worklog-gen execute``: run the notebooks among ``notebooks`` (every configured topic
     notebook when empty; all of them with ``force``) whose record of this machine
     (:func:`machine_here`) is stale, missing or failed, and freeze each one that succeeds into
     ``cfg.freeze_dir`` beside the other machines' records.
 
-    With ``jobs`` above 1 on a machine of several GPUs, the notebooks that run on one GPU run up to
-    ``jobs`` at a time (at most one per GPU), each in a ``worklog-gen execute`` of its own that sees
-    only its GPU (``CUDA_VISIBLE_DEVICES``), so each records the machine of one GPU as it would alone;
+    With ``jobs`` above 1 (or ``"auto"``: one per GPU) on a machine of several GPUs, the notebooks
+    that run on one GPU run up to ``jobs`` at a time (at most one per GPU and one per such notebook),
+    each in a ``worklog-gen execute`` of its own that sees only its GPU (``CUDA_VISIBLE_DEVICES``), so
+    each records the machine of one GPU as it would alone;
     the longest (by their last run here) start first. The notebooks on several GPUs (or none) run
     after them, one at a time, in this process. ``runner`` stands in for the child process in tests.
 
@@ -595,9 +596,9 @@ def execute_cli(cfg, root: str | Path, notebooks: list[Path], *, force: bool = F
         stems[p.stem] = p
     paths = list(dict.fromkeys(paths))
     ok = True
-    if jobs > 1:
+    if jobs == "auto" or jobs > 1:
         gpus = [] if interpret_mode() else visible_gpus(environment(str(root)))
-        lanes = gpus[:jobs]
+        lanes = gpus if jobs == "auto" else gpus[:jobs]
         one_gpu = []
         for path in paths:
             try:
@@ -609,6 +610,7 @@ def execute_cli(cfg, root: str | Path, notebooks: list[Path], *, force: bool = F
             _say(f"--jobs {jobs}: this machine has {len(gpus) or 'no'} GPU{'' if len(gpus) == 1 else 's'} to run "
                  "notebooks side by side on, so they run one at a time")
         elif one_gpu:
+            lanes = lanes[:len(one_gpu)]  # no lane without a notebook
             _say(f"--jobs {jobs}: {len(one_gpu)} notebook(s) on one GPU each, {len(lanes)} at a time "
                  f"(GPUs {', '.join(lanes)})")
             config = ["-f", str(Path(cfg.config_file_path).resolve())] if getattr(cfg, "config_file_path", None) else []
