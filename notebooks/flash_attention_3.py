@@ -600,8 +600,8 @@ if GPU:
 #   (`red.global.add.v2.f32`, PTX ISA 8.1), and a wgmma accumulator holds each thread's values in pairs
 #   of adjacent columns, so one inline-PTX instruction adds a pair (16 per thread per block). Run on an
 #   H100 and an H200 (27 November 2026), it stayed within the pairs' spread of version 4 (section 8's
-#   table): issuing the reductions was not what held the backward back. The bytes they move are the same;
-#   moving them off the consumers, to a warp of their own as FlashAttention-3 does, is the step left.
+#   table): issuing the reductions was not what held the backward back. The bytes they move are the same,
+#   and section 9 measures what those bytes cost.
 #
 # Two register lessons from compiling it for sm_90 with the device's Triton 3.6 (`ptxas -v`): a vector
 # indexed by *query* is a column of the transposed accumulator, 16 values per thread, so loading the
@@ -762,7 +762,7 @@ def _bwd_loader(q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem
 def _bwd_consumer(q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
                   qdo_empty, ds_smem, ds_full, dq_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr, sm_scale, qk_scale, n,
                   bh, k0, lo, steps, WHICH: gl.constexpr, CAUSAL: gl.constexpr, DQ_EARLY: gl.constexpr,
-                  DQ_VEC2: gl.constexpr):
+                  DQ_VEC2: gl.constexpr, DQ_ADD: gl.constexpr):
     """One warpgroup: its 64 of the program's keys against every block of queries; their dK and dV, and
     half of dQ's columns from both warpgroups' dS."""
     BLOCK_M: gl.constexpr = q_desc.block_type.shape[1]
@@ -823,7 +823,10 @@ def _bwd_consumer(q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_sm
             mbarrier.arrive(qdo_empty.index(stage), count=1)
             mbarrier.wait(ds_full.index(buf), (i // 2) & 1)
             dq = warpgroup_mma(ds_smem.index(buf).permute((1, 0)), k_cols, dq_zero, use_acc=False)  # dQ = dS K
-        _dq_add(dq_ptr, dq, q0, WHICH * (HEAD_DIM // 2), HEAD_DIM, DQ_VEC2)
+        if DQ_ADD:
+            _dq_add(dq_ptr, dq, q0, WHICH * (HEAD_DIM // 2), HEAD_DIM, DQ_VEC2)
+        elif n < 0:  # never true, but the compiler cannot know: dQ's matmul stays, nothing is added (section 9)
+            _dq_add(dq_ptr, dq, q0, WHICH * (HEAD_DIM // 2), HEAD_DIM, DQ_VEC2)
 
     _store_rows(dk_ptr, (dk * sm_scale).to(dtype), key0, n, bh, HEAD_DIM)
     _store_rows(dv_ptr, dv.to(dtype), key0, n, bh, HEAD_DIM)
@@ -832,7 +835,7 @@ def _bwd_consumer(q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_sm
 @gluon.jit
 def attention_bwd_ws(q_desc, k_desc, v_desc, do_desc, dq_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr, sm_scale,
                      qk_scale, n, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, DQ_EARLY: gl.constexpr, DQ_VEC2: gl.constexpr,
-                     CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr):
+                     CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, DQ_ADD: gl.constexpr = True):
     BLOCK_M: gl.constexpr = q_desc.block_type.shape[1]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[1]
     dtype: gl.constexpr = q_desc.dtype
@@ -861,10 +864,10 @@ def attention_bwd_ws(q_desc, k_desc, v_desc, do_desc, dq_ptr, dk_ptr, dv_ptr, ls
     gl.warp_specialize([
         (_bwd_consumer, (q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
                          qdo_empty, ds_smem, ds_full, dq_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr, sm_scale, qk_scale,
-                         n, bh, k0, lo, steps, 0, CAUSAL, DQ_EARLY, DQ_VEC2)),
+                         n, bh, k0, lo, steps, 0, CAUSAL, DQ_EARLY, DQ_VEC2, DQ_ADD)),
         (_bwd_consumer, (q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
                          qdo_empty, ds_smem, ds_full, dq_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr, sm_scale, qk_scale,
-                         n, bh, k0, lo, steps, 1, CAUSAL, DQ_EARLY, DQ_VEC2)),
+                         n, bh, k0, lo, steps, 1, CAUSAL, DQ_EARLY, DQ_VEC2, DQ_ADD)),
         (_bwd_loader, (q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
                        qdo_empty, bh, k0, lo, steps)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
@@ -883,7 +886,7 @@ BWD_VERSIONS = {
 
 def attention_backward_gluon(q, k, v, o, lse, do, causal: bool = False, *, version: str = "ws", num_stages: int = 2,
                              dq_early: bool = False, dq_vec2: bool = False, consumer_regs: int = 240,
-                             loader_regs: int = 24,
+                             loader_regs: int = 24, dq_add: bool = True,
                              kernels: list | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """dQ, dK, dV (B, H, N, d), each like q, of softmax(Q K^T / sqrt(d)) V for the output gradient ``do``.
     q, k, v, o, do: (B, H, N, d) contiguous CUDA tensors of one dtype (bf16 or fp16), d 64 or 128, any N >= 1;
@@ -891,7 +894,8 @@ def attention_backward_gluon(q, k, v, o, lse, do, causal: bool = False, *, versi
     (version 1, 8 warps) or "ws" (a loading warp, two consumer warpgroups); num_stages: the Q, dO ring (2
     or 3: 160 or 192 KiB of shared memory at d = 128); dq_early ("ws" only): dQ's matmul issued before dV's
     and dK's are waited for; dq_vec2 ("ws" only): dQ added two floats per reduction instruction
-    (``red.global.add.v2.f32``). Δ = rowsum(O dO) comes from the backward topic's
+    (``red.global.add.v2.f32``); dq_add False ("ws" only, section 9's measurement, dQ then wrong): dQ's
+    matmul runs and nothing is added to the buffer. Δ = rowsum(O dO) comes from the backward topic's
     kernel; dQ is summed in an fp32 buffer of whole 64-row blocks, then scaled and cast. The compiled
     kernel is appended to ``kernels`` if given. Raises ValueError on bad inputs."""
     if len({t.shape for t in (q, k, v, o, do)}) > 1 or q.dim() != 4 or len({t.dtype for t in (q, k, v, o, do)}) > 1:
@@ -919,7 +923,7 @@ def attention_backward_gluon(q, k, v, o, lse, do, causal: bool = False, *, versi
         kernel = attention_bwd_gluon[grid](*args, CAUSAL=causal, NUM_STAGES=num_stages, num_warps=8)
     else:  # 12 warps in all, as the forward's: the budgets must fit 3 x 128 x maxnreg
         kernel = attention_bwd_ws[grid](*args, CAUSAL=causal, NUM_STAGES=num_stages, DQ_EARLY=dq_early, DQ_VEC2=dq_vec2,
-                                        CONSUMER_REGS=consumer_regs,
+                                        CONSUMER_REGS=consumer_regs, DQ_ADD=dq_add,
                                         LOADER_REGS=loader_regs, num_warps=4,
                                         maxnreg=(2 * consumer_regs + loader_regs) // 3 // 8 * 8)
     if kernels is not None:
@@ -1078,12 +1082,41 @@ if GPU:
                           "% of dense peak: FLOP per SM per clock over 4096"))
 
 # %% [markdown]
+# **What adding $dQ$ costs.** The same backward twice more, in pairs with cuDNN's: as it is, and with
+# $dQ$'s matmul still computed but nothing added to the buffer (`dq_add=False`: the compiler cannot
+# tell that the add is skipped, so the matmul stays; $dQ$ is then wrong, $dK$ and $dV$ are not).
+
+# %% tags=["hide-input"] summary="The backward with and without dQ's additions, paired with cuDNN's"
+ablation_rows = []
+if GPU:
+    ws_bwd = final_bwd if final_bwd.get("version") == "ws" else BWD_VERSIONS["2. + loading warp, two consumer warpgroups"]
+    cudnn_bwd = backward_only(cudnn, q, k, v, do, False)
+    for what, cfg in (("as it is", ws_bwd), ("dQ's matmul, nothing added", {**ws_bwd, "dq_add": False})):
+        p = paired_ratio(cudnn_bwd, lambda cfg=cfg: attention_backward_gluon(q, k, v, o, lse, do, False, **cfg), rounds=5)
+        ablation_rows.append({"backward": what, "ms": p.candidate_ms, "cuDNN ms": p.baseline_ms,
+                              "TFLOP/s": tflops(2.5 * attention_flops(b, H, n, D, False), p.candidate_ms),
+                              "× cuDNN": p.ratio, "spread": p.spread()})
+    save_data("dq_cost.csv", ablation_rows)
+    display(table(ablation_rows, formats={"ms": ".2f", "cuDNN ms": ".2f", "TFLOP/s": ".0f", "× cuDNN": ".3f"},
+                  caption=f"bf16, B={b} H={H} N={n} d={D}, not causal; × cuDNN: cuDNN's backward time / this one's, "
+                          "median of 5 pairs; the second row's dQ is wrong by design"))
+
+# %% [markdown]
 # **Reading it.** Both forwards and both backwards run at the 700 W cap, so the clock is what power
 # leaves over. The Gluon backward is given a *higher* clock than cuDNN's and still does less: its
 # tensor cores wait, and an idle tensor core draws less power. Work per clock is the counter that
-# separates the two. What they wait for is not the atomics' issue slots: version 5 issues half as many
-# and takes the same time (section 8). The suspect left is the $dS$ hand-off, which holds the two
-# consumers in step every block, so that neither's elementwise work can run under the other's matmuls.
+# separates the two. What they wait for is not the atomics' issue slots (version 5 issues half as many
+# and takes the same time, section 8) but what the atomics carry: each program adds a 64 × 128 fp32
+# tile for every block of queries, 4 MiB for its 128 keys at N = 8192, 16 GiB for the whole backward
+# at B·H = 64, every byte a read-modify-write in L2. Without the additions the same kernel runs past
+# cuDNN (the table above): the matmuls, the softmax and the $dS$ hand-off are not what is slow. Two
+# measurements outside this page (27 November 2026, an H100, the same pairs) ruled out the other
+# suspects: dropping the wait for the other consumer's half of $dS$ (a race, timing only) gained 2-3
+# points, and starting each program at its own block of queries, so that the 64 programs of a head do
+# not add to the same rows at once, gained nothing. The cure is fewer bytes: TMA's bulk reduction adds
+# a whole tile in L2 (section 10), a pair of programs in a cluster could sum their tiles in shared
+# memory first and add once, or a second kernel could compute $dQ$ over the keys with no additions at
+# all, at the price of recomputing $S$ and $dP$ (the backward topic's two-kernel layout).
 #
 # **What Blackwell would change.** On sm_100, `tcgen05.mma` is issued by one thread and accumulates
 # in **tensor memory** (TMEM, 256 KiB per SM beside the registers), not in the issuing warps'
@@ -1145,6 +1178,8 @@ if GPU:
            f"{bgl['flop_per_clk_sm'] / bcu['flop_per_clk_sm']:.3f}.\n" if bgl and bcu else "")
         + f"- **dQ:** Gluon's TMA module in Triton {triton.__version__} "
         + ("has" if hasattr(tma, "async_atomic_add") else "has no")
-        + " bulk reduction (section 10), so $dQ$ is added by pointer atomics, 32 per consumer thread per block."))
+        + " bulk reduction (section 10), so $dQ$ is added by pointer atomics, 32 per consumer thread per block"
+        + (f"; without the additions the same backward runs at {ablation_rows[1]['× cuDNN']:.3f}× cuDNN against "
+           f"{ablation_rows[0]['× cuDNN']:.3f}× with them (section 9)." if len(ablation_rows) == 2 else ".")))
 else:
     display(prose("CPU mode: the Gluon kernels were defined, not run; nothing was checked or timed."))
