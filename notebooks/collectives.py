@@ -32,15 +32,16 @@
 # - what the fitted model predicts for 8 to 1,024 GPUs, and what it leaves out.
 
 # %% [markdown]
-# **How it runs.** The code that runs on each GPU lives in `collectives_workers.py`, beside this
-# notebook. The notebook starts one process per GPU with torch's own launcher
-# (`torch.multiprocessing.spawn`); each joins a process group (NCCL on the GPUs, gloo on the
-# CPU), runs one task, and rank 0 hands back its results as JSON, which the cells below show.
-# NVLink multicast (NVLS, the NVSwitch's in-network reduction) stays off, in NCCL, in torch's
-# symmetric memory and in NVSHMEM: not every machine has it, and every number here should mean
-# the same thing on any two NVLink-connected GPUs. On the CPU (`TRITON_INTERPRET=1`) the same
-# code runs in two gloo processes at tiny sizes: the collectives, the ring and every
-# data-parallel variant are checked; nothing is timed.
+# ??? note "How it runs: a process per GPU, NVLink multicast off, and what the CPU checks"
+#     The code that runs on each GPU lives in `collectives_workers.py`, beside this
+#     notebook. The notebook starts one process per GPU with torch's own launcher
+#     (`torch.multiprocessing.spawn`); each joins a process group (NCCL on the GPUs, gloo on the
+#     CPU), runs one task, and rank 0 hands back its results as JSON, which the cells below show.
+#     NVLink multicast (NVLS, the NVSwitch's in-network reduction) stays off, in NCCL, in torch's
+#     symmetric memory and in NVSHMEM: not every machine has it, and every number here should mean
+#     the same thing on any two NVLink-connected GPUs. On the CPU (`TRITON_INTERPRET=1`) the same
+#     code runs in two gloo processes at tiny sizes: the collectives, the ring and every
+#     data-parallel variant are checked; nothing is timed.
 
 # %% tags=["hide-input"] summary="Imports and settings"
 import math
@@ -306,34 +307,23 @@ display(python_source(cw.ring_all_reduce))
 # %% [markdown]
 # ### 3b. Triton kernels that load and store the peer's memory
 #
-# NVLink makes the other GPU's memory addressable: a load from a peer's address travels over
-# the link. torch's *symmetric memory* allocates a buffer of the same size on every rank and
-# maps every peer's buffer into each process (`symm_mem.empty`, then `symm_mem.rendezvous`, a
-# collective). The handle gives each rank's buffer address (`hdl.buffer_ptrs`) and a *signal
-# pad* per rank (`hdl.signal_pad_ptrs`), a small zeroed array of flags every rank can reach. The
-# kernels take these addresses as an int64 tensor and turn an element into a pointer with
-# `.to(tl.pointer_type(...))`.
+# NVLink makes the other GPU's memory addressable: a load from a peer's address crosses the link.
+# torch's *symmetric memory* allocates a buffer of one size on every rank and maps every peer's into
+# each process (`symm_mem.empty`, then the collective `symm_mem.rendezvous`); the handle gives each
+# rank's buffer address (`hdl.buffer_ptrs`) and a *signal pad* of zeroed flags per rank
+# (`hdl.signal_pad_ptrs`). The kernels take the addresses as an int64 tensor and cast each to a pointer.
 #
-# **The barrier.** Before a kernel reads a peer's buffer it must know the peer has written it;
-# before a rank overwrites its buffer it must know no peer is still reading it. Block `pid` of
-# each rank meets block `pid` of every peer: it sets its flag in the peer's pad with a *release*
-# atomic at *system* scope (everything it stored before is visible to whoever sees the flag),
-# then waits for each peer's flag in its own pad with an *acquire* compare-and-swap that also
-# resets it to 0. Setting waits for the slot to be 0 first, so a fast rank cannot set a flag
-# the slow one has not yet taken; every flag ends at 0, so the kernel runs again, or from a CUDA
-# graph, with no host-side cleanup. Two channels (slots) separate the barrier at the start from
-# the one at the end.
-#
-# **All peers at once.** Each flag is a round trip over NVLink: the atomic returns the old value
-# before the thread can go on. Lane $q$ of a small vector speaks to peer $q$, and Triton issues a
-# vector's atomics from as many threads, so the $n-1$ flags travel together and a barrier costs
-# one round trip, not $n-1$ in a row. A lane that is done compares against −1, which no flag
-# holds, so it never sets or takes a flag twice. With two ranks there is one peer and nothing
-# to gain. With four, the first version of this barrier, which sent to one peer after another
-# and then waited for one after another, made the one-shot all-reduce of 256 KiB take 22.8 µs
-# from a CUDA graph against 13.7 µs with this one (1.64×, paired in one run on 4 × H200; the
-# two-shot 1.72×). Paired with torch's `one_shot_all_reduce`, whose barrier also gives each peer
-# a thread, it took 14.3 µs to torch's 13.7 (0.98×): the barrier was the gap.
+# **The barrier.** A kernel must know a peer has written its buffer before reading it, and that no
+# peer still reads its own before overwriting it. Block `pid` of each rank meets block `pid` of every
+# peer: it sets its flag in each peer's pad with a *release* atomic at *system* scope (its stores are
+# visible to whoever sees the flag), once the slot is 0 (the peer took the last one), then takes each
+# peer's flag from its own pad with an *acquire* compare-and-swap back to 0, so the kernel runs again,
+# or from a CUDA graph, with no cleanup. Each flag is an NVLink round trip, so a lane of a small vector
+# speaks to each peer and Triton issues them from as many threads: one round trip per barrier, not
+# $n-1$ in a row (a lane that is done compares against −1, which no flag holds). On 4 × H200 the first
+# version, one peer after another, made the one-shot all-reduce of 256 KiB take 22.8 µs from a CUDA
+# graph against 13.7 with this one (1.64× in one paired run; the two-shot 1.72×), level with torch's
+# `one_shot_all_reduce` (0.98×), whose barrier also gives each peer a thread.
 
 # %%
 display(python_source(cw.block_barrier))
@@ -352,15 +342,11 @@ display(python_source(cw.one_shot_kernel))
 display(python_source(cw.two_shot_kernel))
 
 # %% [markdown]
-# On the CPU the kernels run in Triton's interpreter, with the "peers" simulated in one
-# process: each rank's buffer and signal pad are CPU tensors, the ranks launch in turn, and
-# before rank $r$'s launch the flags of the ranks that run after it are set by hand (a launch
-# cannot wait for a rank that has not run). `tests/test_collectives.py` checks the same at
-# more sizes and three ranks, and that each launch leaves its own flags reset. On the GPUs, the
-# kernels run on symmetric memory beside NCCL (eager and in a CUDA graph) and torch's own
-# `torch.ops.symm_mem.one_shot_all_reduce` and `two_shot_all_reduce_`, each checked against a
-# float64 sum first, at 1,000,002 elements (each rank's half, 500,001, a multiple of no block),
-# inputs random, outputs poisoned with NaN.
+# ??? note "How the kernels are checked: simulated peers on the CPU, a float64 sum on the GPUs"
+#     On the CPU the kernels run in Triton's interpreter, the ranks launched in turn in one process, the
+#     flags of later ranks set by hand. On the GPUs they run beside NCCL (eager and in a CUDA graph) and
+#     torch's `symm_mem` kernels, each first checked against a float64 sum of random inputs, outputs
+#     poisoned with NaN, at 1,000,002 elements (each rank's half a multiple of no block).
 
 # %% tags=["hide-input", "hide-output"] summary="CPU: the kernels with simulated peers. GPU: the six all-reduces, checked and timed (tables)"
 def simulated(kind: str, world: int = WORLD, n: int = 1001, dtype=torch.float32) -> float:
@@ -638,22 +624,16 @@ else:
 # %% [markdown]
 # ## 5. Beyond this machine
 #
-# The fitted α and B describe NVLink inside one node. Larger jobs put 8 GPUs in a node on
-# NVLink and join nodes with one 400 Gb/s InfiniBand port per GPU (50 GB/s each way); the
-# latency between nodes is taken as 5 µs a step (a NIC, a switch, a NIC: an assumption, not a
-# measurement). Three all-reduces:
-#
-# - a **flat ring** through all $N$ GPUs with every hop as slow as InfiniBand: the pessimist's
-#   bound, as if each GPU were its own node;
-# - a **hierarchical ring**: reduce-scatter inside each node on NVLink, then each GPU all-reduces
-#   its $1/8$ with the same GPU of every other node, in a ring over its own port (eight rings at
-#   once, one per port: NCCL's rail-aligned rings), then all-gather inside the node;
-# - a **hierarchical tree**: the same, with a tree across nodes instead of the ring: $2\log_2$
-#   (nodes) latencies instead of $2\,(\text{nodes} - 1)$.
-#
-# For the data-parallel step, the model adds to one GPU's measured step the all-reduce of the
-# fp32 gradients, either all exposed or hidden under backward (then only what exceeds backward
-# shows; backward is taken as 2/3 of the step).
+# The fitted α and B describe NVLink inside one node. Larger jobs put 8 GPUs in a node on NVLink
+# and join nodes with one 400 Gb/s InfiniBand port per GPU (50 GB/s each way), taken here at 5 µs a
+# step between nodes (a NIC, a switch, a NIC: an assumption, not a measurement). Three all-reduces:
+# a **flat ring** through all $N$ GPUs at InfiniBand's speed on every hop (the pessimist's bound); a
+# **hierarchical ring**: reduce-scatter inside each node on NVLink, each GPU all-reducing its $1/8$
+# with the same GPU of every other node over its own port (NCCL's rail-aligned rings), then
+# all-gather inside the node; and a **hierarchical tree**, the same with a tree across nodes:
+# $2\log_2(\text{nodes})$ latencies instead of $2\,(\text{nodes} - 1)$. For the data-parallel step,
+# the model adds to one GPU's measured step the all-reduce of the fp32 gradients, all exposed or
+# hidden under backward (then only what exceeds backward shows; backward taken as 2/3 of the step).
 
 # %% tags=["hide-input"] summary="The model at 8, 64 and 1,024 GPUs"
 IB_ALPHA_S = 5e-6  # assumed, per step between nodes
@@ -716,13 +696,10 @@ if GPU:
         f"{dp_rows[-1]['efficiency_overlapped']:.0%} efficiency if it overlaps fully."))
 
 # %% [markdown]
-# **What the model leaves out.** Congestion: a ring across nodes assumes every port runs at
-# full rate at once, which a fat-tree with oversubscribed spine links, or a job that shares
-# the fabric, does not give. NCCL's protocols (LL, LL128, Simple) and its choice of ring or
-# tree change α and B with the size, so one straight line per link is a fit, not a law. Overlap
-# is not free: the all-reduce's kernels take SMs and memory bandwidth from backward, and the
-# first bucket cannot start until the last layer's gradients exist. It ignores stragglers (a
-# step waits for the slowest GPU), in-network reduction (NVLS inside a node, SHARP on
-# InfiniBand, both off or absent here), and that at 1,024 GPUs the global batch is 512 times
-# larger, which changes the optimization, not only the speed: data parallelism alone stops
-# being the answer long before, which is why tensor, pipeline and sequence parallelism exist.
+# **What the model leaves out.** Congestion: a ring across nodes assumes every port at full rate
+# at once, which an oversubscribed fat-tree or a shared fabric does not give. NCCL's protocols (LL,
+# LL128, Simple) and its choice of ring or tree change α and B with the size: one line per link is a
+# fit, not a law. Overlap is not free: NCCL's kernels take SMs and memory bandwidth from backward,
+# and the first bucket waits for the last layer's gradients. Stragglers, in-network reduction (NVLS,
+# SHARP: off or absent here), and a global batch 512 times larger at 1,024 GPUs, which changes the
+# optimization, not only the speed: why tensor, pipeline and sequence parallelism exist.
