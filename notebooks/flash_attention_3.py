@@ -1113,10 +1113,11 @@ if GPU:
 # measurements outside this page (27 November 2026, an H100, the same pairs) ruled out the other
 # suspects: dropping the wait for the other consumer's half of $dS$ (a race, timing only) gained 2-3
 # points, and starting each program at its own block of queries, so that the 64 programs of a head do
-# not add to the same rows at once, gained nothing. The cure is fewer bytes: TMA's bulk reduction adds
-# a whole tile in L2 (section 10), a pair of programs in a cluster could sum their tiles in shared
-# memory first and add once, or a second kernel could compute $dQ$ over the keys with no additions at
-# all, at the price of recomputing $S$ and $dP$ (the backward topic's two-kernel layout).
+# not add to the same rows at once, gained 0-3, within the pairs' spread. The cure is fewer bytes:
+# TMA's bulk reduction adds a whole tile in L2 (section 10), a pair of programs in a cluster could sum
+# their tiles in shared memory first and add once, or a second kernel could compute $dQ$ over the keys
+# with no additions at all, at the price of recomputing $S$ and $dP$ (the backward topic's two-kernel
+# layout).
 #
 # **What Blackwell would change.** On sm_100, `tcgen05.mma` is issued by one thread and accumulates
 # in **tensor memory** (TMEM, 256 KiB per SM beside the registers), not in the issuing warps'
