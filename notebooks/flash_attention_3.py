@@ -1137,6 +1137,16 @@ if GPU:
 # `async_atomic_add`, section 6's consumers add $dQ$ with `gl.atomic_add` instead, one
 # `red.global.add.f32` per element, or in version 5 one `red.global.add.v2.f32` per pair of elements
 # (the compile tests count both).
+#
+# The other way to fewer bytes, two programs of a cluster summing their $dQ$ tiles before one add,
+# needs a reduction across the CTAs of a cluster. Gluon states it as a layout (`cga_layout` on a
+# `BlockedLayout`, the kernel compiled with `num_ctas=2`) and `gl.sum` over the split dimension. Compiled
+# for sm_90 on the CPU (27 November 2026), a [2, 64, 128] fp32 tile summed over its CTA dimension:
+# Triton 3.6, this page's, stops in `ConvertTritonGPUToLLVM` with the assertion
+# `helper.isReduceWithinCTA() && "Unexpected srcLayout in ReduceOpConversion"`; Triton 3.9 lowers it
+# through distributed shared memory (`mapa.shared`, `ld.shared::cluster.v4.b32`,
+# `barrier.cluster.arrive`/`wait`, `.reqnctapercluster 2`). So that step waits for a newer Triton on
+# the GPU machines.
 
 # %% tags=["hide-input"] summary="Gluon's TMA operations in this Triton"
 tma_ops = sorted(n for n in dir(tma) if not n.startswith("_") and callable(getattr(tma, n)) and n[0].islower())
