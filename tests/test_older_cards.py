@@ -48,12 +48,11 @@ CARDS = {
 MAX_REGISTERS = 255
 """Registers per thread, every compute capability from 5.0 on (same table)."""
 
-PORTABLE = {"vector_add", "reduction", "online_softmax", "fusion", "tiled_matmul", "collectives"}
+PORTABLE = {"vector_add", "reduction", "online_softmax", "fusion", "tiled_matmul", "collectives", "flash_attention"}
 """The topics whose kernels the child compiles (the ``KERNELS`` list of :data:`COMPILE`)."""
 
 NOT_FOR_OLDER_CARDS = {
     "persistent_matmul": "TMA tensor descriptors and warp specialization",
-    "flash_attention": "tl.make_tensor_descriptor (TMA) and tl.range(warp_specialize=True)",
     "flash_attention_backward": "flash_attention's TMA forward",
     "flash_attention_3": "Gluon's TMA, wgmma and setmaxnreg, written by hand",
     "moe": "TMA grouped GEMM on host TensorDescriptors, torch._grouped_mm",
@@ -199,6 +198,25 @@ for dtype, elem in (("bf16", 2), ("fp16", 2), ("fp32", 4)):
             add("tiled_matmul", ns, "matmul_autotuned_kernel", dtype,
                 dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_SIZE_M=8, INPUT_PRECISION=precision, **unit),
                 autotuned=True, label=f"{bm}x{bn}x{bk} w{warps} s{stages}", num_warps=warps, num_stages=stages)
+
+# flash_attention: version 1 (pointers), the only one before Hopper: its checks' launch (64x64, 4 warps) and
+# the tuning candidates for these cards (candidate_configs without TMA: blocks of 32 keys too), bf16
+ns = jitted("flash_attention")
+fa = {"lse_ptr": "*fp32"}
+fa_scalars = {"qk_scale": "fp32"}
+for d in (64, 128):
+    add("flash_attention", ns, "attention_fwd_pointers", "bf16",
+        dict(HEAD_DIM=d, BLOCK_M=64, BLOCK_N=64, CAUSAL=True, EVEN_N=False, NUM_STAGES=2), ptrs=fa,
+        scalars=fa_scalars, num_warps=4, num_stages=2)
+    for bm in (64, 128):
+        for bn in (32, 64, 128):
+            for w in (4, 8):
+                for st in (2, 3):
+                    if bn <= bm:
+                        add("flash_attention", ns, "attention_fwd_pointers", "bf16",
+                            dict(HEAD_DIM=d, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=False, EVEN_N=True, NUM_STAGES=st),
+                            ptrs=fa, scalars=fa_scalars, autotuned=True, label=f"d={d} {bm}x{bn} w{w} s{st}",
+                            num_warps=w, num_stages=st)
 
 # collectives: the Triton one-shot and two-shot all-reduce on 2 and 4 GPUs, bf16 (the workers' defaults)
 ns = jitted("collectives_workers")
