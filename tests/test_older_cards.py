@@ -65,13 +65,18 @@ FUSED_TWO_STAGES = ("a whole 2^15-element fp32 row prefetched in shared memory (
                     "1 loop stage when shared memory is over the card's shared_memory_per_block_optin (the 1-stage "
                     "kernel is compiled here too, and must fit)")
 SPILL = "ptxas spills a few bytes to local memory for this card (none for sm_90): slower, not wrong; a sweep point"
+FA_CHECK = ("flash_attention", "attention_fwd_pointers", "bf16",
+            "HEAD_DIM=128 BLOCK_M=64 BLOCK_N=64 CAUSAL=True EVEN_N=False NUM_STAGES=2 num_warps=4 num_stages=2")
+FA_CHECK_SPILL = ("the correctness checks' launch, never timed: with the causal and the bounds masks, ptxas spills "
+                  "80-90 bytes without wgmma (slower, not wrong)")
 KNOWN_MISFITS = {
-    80: {("vector_add", "add_kernel", "bf16", "BLOCK_SIZE=8192 num_warps=16"): SPILL},
+    80: {("vector_add", "add_kernel", "bf16", "BLOCK_SIZE=8192 num_warps=16"): SPILL, FA_CHECK: FA_CHECK_SPILL},
     **{cc: {("vector_add", "add_kernel", "bf16", "BLOCK_SIZE=8192 num_warps=8"): SPILL,
             ("online_softmax", "softmax_fused_kernel", "fp32", "BLOCK_SIZE=32768 LOOP_STAGES=2 num_warps=16"):
                 FUSED_TWO_STAGES,
             ("online_softmax", "softmax_fused_kernel", "fp32", "BLOCK_SIZE=32768 LOOP_STAGES=2 num_warps=32"):
-                FUSED_TWO_STAGES}
+                FUSED_TWO_STAGES,
+            FA_CHECK: FA_CHECK_SPILL}
        for cc in (86, 89)},
 }
 """Fixed launches that do not fit a card, found by this module, and why: the test asserts that these,
@@ -333,15 +338,21 @@ def test_every_fixed_launch_fits_the_card(compiled, cc):
         f"{' '.join(k)}: {v}" for k, v in new.items())
     assert set(known) <= set(misfits), f"these fit sm_{cc} now: {set(known) - set(misfits)}"
     for key in known:  # a spill is only a spill: shared memory and registers still fit
-        if known[key] == SPILL:
+        if known[key] in (SPILL, FA_CHECK_SPILL):
             row = next(r for r in rows if (r["notebook"], r["kernel"], r["dtype"], r["config"]) == key)
             assert row["shared"] <= CARDS[cc][1] and row["regs"] <= MAX_REGISTERS, row
+
+
+TIMED_CANDIDATES = {"flash_attention"}
+"""Topics whose own tuning loop checks and times every candidate and keeps the fastest that is right
+(FlashAttention's section 5): a candidate that spills is timed like the rest, and loses if it is slower."""
 
 
 @pytest.mark.parametrize("cc", list(CARDS))
 def test_every_autotuned_kernel_keeps_a_config_that_fits(compiled, cc):
     """A config too big for the card raises OutOfResources when the autotuner benchmarks it, which
-    Triton's autotuner catches and times as infinite: the notebook's autotuner prunes it there."""
+    Triton's autotuner catches and times as infinite: the notebook's autotuner prunes it there. A
+    tuning loop of :data:`TIMED_CANDIDATES` times a candidate that spills; at least one fits."""
     groups: dict[tuple, list[dict]] = {}
     for r in compiled:
         if r["cc"] == cc and r["autotuned"]:
@@ -350,7 +361,7 @@ def test_every_autotuned_kernel_keeps_a_config_that_fits(compiled, cc):
     for (stem, kernel, dtype), rows in groups.items():
         assert any(fits(r) for r in rows), f"{stem}.{kernel} {dtype}: no config fits sm_{cc}"
         for r in rows:  # one that does not fit is over on shared memory only, which the autotuner prunes
-            assert r["regs"] <= MAX_REGISTERS and r["spills"] == 0, r
+            assert r["regs"] <= MAX_REGISTERS and (r["spills"] == 0 or stem in TIMED_CANDIDATES), r
 
 
 def test_the_autotuner_prunes_a_config_that_runs_out_of_shared_memory():
