@@ -323,6 +323,17 @@ display(python_source(cw.ring_all_reduce))
 # the slow one has not yet taken; every flag ends at 0, so the kernel runs again, or from a CUDA
 # graph, with no host-side cleanup. Two channels (slots) separate the barrier at the start from
 # the one at the end.
+#
+# **All peers at once.** Each flag is a round trip over NVLink: the atomic returns the old value
+# before the thread can go on. Lane $q$ of a small vector speaks to peer $q$, and Triton issues a
+# vector's atomics from as many threads, so the $n-1$ flags travel together and a barrier costs
+# one round trip, not $n-1$ in a row. A lane that is done compares against −1, which no flag
+# holds, so it never sets or takes a flag twice. With two ranks there is one peer and nothing
+# to gain. With four, the first version of this barrier, which sent to one peer after another
+# and then waited for one after another, made the one-shot all-reduce of 256 KiB take 22.8 µs
+# from a CUDA graph against 13.7 µs with this one (1.64×, paired in one run on 4 × H200; the
+# two-shot 1.72×). Paired with torch's `one_shot_all_reduce`, whose barrier also gives each peer
+# a thread, it took 14.3 µs to torch's 13.7 (0.98×): the barrier was the gap.
 
 # %%
 display(python_source(cw.block_barrier))

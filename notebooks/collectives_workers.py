@@ -391,30 +391,40 @@ def ring_all_reduce(x: torch.Tensor) -> torch.Tensor:
 
 
 @triton.jit
-def block_barrier(pad_ptrs, rank, channel, WORLD: tl.constexpr):
-    """Block ``pid`` of this rank meets block ``pid`` of every peer.
+def block_barrier(pad_ptrs, rank, channel, WORLD: tl.constexpr, LANES: tl.constexpr):
+    """Block ``pid`` of this rank meets block ``pid`` of every peer, all peers at once.
 
     ``pad_ptrs``: int64[WORLD], the address of each rank's signal pad (int32 flags, zero at
     the start). Slot ``(channel * programs + pid) * WORLD + q`` of rank r's pad is the flag
-    "rank q's block pid reached barrier ``channel``". For each peer: wait until our slot in the
-    peer's pad is 0 (the peer took our last flag), set it to 1 with *release* semantics at
-    *system* scope, so the peer sees every store this block made before it; then, for each
-    peer, wait until its flag in our own pad is 1 and set it back to 0 in the same atomic
-    (*acquire*: the peer's stores are visible after it). The reset leaves every slot at 0, so
-    the kernel can run again, and inside a CUDA graph."""
+    "rank q's block pid reached barrier ``channel``". ``LANES``: a power of two ≥ ``WORLD``;
+    lane q of the block's vectors speaks to peer q (lanes of this rank and past ``WORLD`` idle
+    on a slot no rank uses, with a compare value no flag holds), so the flags to and from the
+    WORLD − 1 peers travel at once: one round trip over NVLink per barrier instead of one per
+    peer. Send: wait until our slot in the peer's pad is 0 (the peer took our last flag), set
+    it to 1 with *release* semantics at *system* scope, so the peer sees every store this block
+    made before it. Wait: until each peer's flag in our own pad is 1, set back to 0 in the same
+    atomic (*acquire*: the peer's stores are visible after it). The reset leaves every slot at
+    0, so the kernel can run again, and inside a CUDA graph. A lane that is done compares
+    against −1 from then on, so it never sets or takes a flag twice."""
     pid = tl.program_id(0)
     slot = (channel * tl.num_programs(0) + pid) * WORLD
-    tl.debug_barrier()  # every thread of the block has finished its stores
-    for peer in tl.static_range(WORLD):
-        if peer != rank:
-            peer_pad = tl.load(pad_ptrs + peer).to(tl.pointer_type(tl.int32))
-            while tl.atomic_cas(peer_pad + slot + rank, 0, 1, sem="release", scope="sys") != 0:
-                pass
+    peer = tl.arange(0, LANES)
+    is_peer = (peer < WORLD) & (peer != rank)
     own_pad = tl.load(pad_ptrs + rank).to(tl.pointer_type(tl.int32))
-    for peer in tl.static_range(WORLD):
-        if peer != rank:
-            while tl.atomic_cas(own_pad + slot + peer, 1, 0, sem="acquire", scope="sys") != 1:
-                pass
+    peer_pad = tl.load(pad_ptrs + peer, mask=is_peer, other=0).to(tl.pointer_type(tl.int32))
+    idle = own_pad + slot + rank  # this rank's flag to itself: never set
+    ones, zeros = tl.full([LANES], 1, tl.int32), tl.zeros([LANES], tl.int32)
+    tl.debug_barrier()  # every thread of the block has finished its stores
+    done = ~is_peer
+    while tl.sum((~done).to(tl.int32)) > 0:
+        old = tl.atomic_cas(tl.where(is_peer, peer_pad + slot + rank, idle), tl.where(done, -1, 0), ones,
+                            sem="release", scope="sys")
+        done = done | (old == 0)
+    done = ~is_peer
+    while tl.sum((~done).to(tl.int32)) > 0:
+        old = tl.atomic_cas(tl.where(is_peer, own_pad + slot + peer, idle), tl.where(done, -1, 1), zeros,
+                            sem="acquire", scope="sys")
+        done = done | (old == 1)
     tl.debug_barrier()  # no thread loads a peer's data before the flags are in
 
 
@@ -429,8 +439,9 @@ def one_shot_kernel(buf_ptrs, pad_ptrs, out_ptr, n, rank, WORLD: tl.constexpr, B
     inputs are written) and one after (no rank overwrites its input while a peer reads it).
     ``SYNC=False`` leaves the barriers out (for tests that check the arithmetic alone)."""
     pid, programs = tl.program_id(0), tl.num_programs(0)
+    LANES: tl.constexpr = triton.next_power_of_2(WORLD)  # the barrier's lane per peer
     if SYNC:
-        block_barrier(pad_ptrs, rank, 0, WORLD)
+        block_barrier(pad_ptrs, rank, 0, WORLD, LANES)
     for start in range(pid * BLOCK, n, programs * BLOCK):
         offs = start + tl.arange(0, BLOCK)
         mask = offs < n
@@ -441,7 +452,7 @@ def one_shot_kernel(buf_ptrs, pad_ptrs, out_ptr, n, rank, WORLD: tl.constexpr, B
             acc += tl.load(src + offs, mask=mask).to(tl.float32)
         tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
     if SYNC:
-        block_barrier(pad_ptrs, rank, 1, WORLD)
+        block_barrier(pad_ptrs, rank, 1, WORLD, LANES)
 
 
 @triton.jit
@@ -457,8 +468,9 @@ def two_shot_kernel(buf_ptrs, pad_ptrs, chunk, rank, WORLD: tl.constexpr, BLOCK:
     buffer over its links, as a ring does, in two steps instead of 2(WORLD−1). Barriers as
     :func:`one_shot_kernel`'s; the second one also says "your chunk r is written"."""
     pid, programs = tl.program_id(0), tl.num_programs(0)
+    LANES: tl.constexpr = triton.next_power_of_2(WORLD)  # the barrier's lane per peer
     if SYNC:
-        block_barrier(pad_ptrs, rank, 0, WORLD)
+        block_barrier(pad_ptrs, rank, 0, WORLD, LANES)
     for start in range(pid * BLOCK, chunk, programs * BLOCK):
         local = start + tl.arange(0, BLOCK)
         mask = local < chunk
@@ -471,7 +483,7 @@ def two_shot_kernel(buf_ptrs, pad_ptrs, chunk, rank, WORLD: tl.constexpr, BLOCK:
             dst = tl.multiple_of(tl.load(buf_ptrs + peer).to(tl.pointer_type(DTYPE)), 16)
             tl.store(dst + offs, acc.to(DTYPE), mask=mask)
     if SYNC:
-        block_barrier(pad_ptrs, rank, 1, WORLD)
+        block_barrier(pad_ptrs, rank, 1, WORLD, LANES)
 
 TL_DTYPE = {torch.float32: tl.float32, torch.float16: tl.float16, torch.bfloat16: tl.bfloat16}
 
@@ -688,10 +700,12 @@ def _pair_dict(r) -> dict:
 def _pick_blocks(sb: SymmBuffer, n: int, dtype, rank: int, sms: int, out) -> dict:
     """The launch of each kernel, the fastest of a few by rank 0's eager timing, broadcast so every
     rank launches the same (the barrier pairs block pid with block pid): for the one-shot kernel
-    its grid, for the two-shot its grid, elements per iteration and warps. Returns
-    ``{"one": {"blocks": …}, "two": {"blocks": …, "block": …, "num_warps": …}}``."""
+    its grid and, at 16 bytes a thread, 2,048 elements on 8 warps or 1,024 on 4 (the smaller
+    blocks, twice as many, for small messages), for the two-shot its grid, elements per iteration
+    and warps. Returns ``{"one": {"blocks": …, "block": …, "num_warps": …}, "two": {…}}``, both
+    dicts of :func:`one_shot`'s and :func:`two_shot`'s keyword arguments."""
     grids = sorted({min(b, sb.max_blocks) for b in (sms // 2, sms, 2 * sms, 4 * sms)})
-    tries = {"one": [{"blocks": g} for g in grids],
+    tries = {"one": [{"blocks": g, "block": blk, "num_warps": w} for g in grids for blk, w in ((2048, 8), (1024, 4))],
              "two": [{"blocks": g, "block": blk, "num_warps": w} for g in grids for blk in (2048, 4096) for w in (8, 16)]}
     picked = {}
     for kind, configs in tries.items():

@@ -165,6 +165,8 @@ for world in (2, 8):
               dict(WORLD=world, BLOCK=2048, DTYPE=cw.tl.bfloat16, SYNC=True), ["buf_ptrs", "pad_ptrs", "chunk"])
     for name, text in (("one", one), ("two", two)):
         out[f"{name} {world}"] = {"atomics": sorted(set(re.findall(r"atom\.[\w.]+", text))),
+                                  "sends": len(re.findall(r"atom\.global\.release", text)),
+                                  "waits": len(re.findall(r"atom\.global\.acquire", text)),
                                   "memory": sorted(set(re.findall(r"(?:ld|st)\.global[\w.]*", text)))}
 print(json.dumps(out))
 '''
@@ -176,6 +178,9 @@ def test_the_kernels_compile_for_sm90_with_system_scope_flags_and_16_byte_access
     for name, found in out.items():
         # the barrier: a release CAS into the peer's pad, an acquire CAS on our own, both at system scope
         assert found["atomics"] == ["atom.global.acquire.sys.cas.b32", "atom.global.release.sys.cas.b32"], name
+        # all peers at once: one send and one wait instruction per barrier (two barriers), issued by a
+        # thread per peer, however many peers (one after another, 8 ranks took 7 of each per barrier)
+        assert found["sends"] == found["waits"] == 2, (name, found)
         # the data: 16-byte loads and stores only (the pointer table is read with 8-byte loads)
         assert set(found["memory"]) == {"ld.global.b64", "ld.global.v4.b32", "st.global.v4.b32"}, (name, found)
 

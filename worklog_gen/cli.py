@@ -326,7 +326,7 @@ class _Jobs(click.ParamType):
     name = "N|auto"
 
     def convert(self, value, param, ctx):
-        if isinstance(value, int) or value == "auto":
+        if value == "auto":
             return value
         try:
             number = int(value)

@@ -575,9 +575,9 @@ def execute_cli(cfg, root: str | Path, notebooks: list[Path], *, force: bool = F
     With ``jobs`` above 1 (or ``"auto"``: one per GPU) on a machine of several GPUs, the notebooks
     that run on one GPU run up to ``jobs`` at a time (at most one per GPU and one per such notebook),
     each in a ``worklog-gen execute`` of its own that sees only its GPU (``CUDA_VISIBLE_DEVICES``), so
-    each records the machine of one GPU as it would alone;
-    the longest (by their last run here) start first. The notebooks on several GPUs (or none) run
-    after them, one at a time, in this process. ``runner`` stands in for the child process in tests.
+    each records the machine of one GPU as it would alone; the longest (by their last run here) start
+    first. The notebooks on several GPUs (or none) run after them, one at a time, in this process.
+    ``runner`` stands in for the child process in tests.
 
     Prints one line per notebook (a child's lines behind ``[GPU n]``), and the cell and traceback of
     a failure. Returns ``True`` when every notebook that ran succeeded (and none was unreadable).
