@@ -92,6 +92,7 @@ from triton.compiler import ASTSource
 
 notebooks, targets = sys.argv[1], [int(t) for t in sys.argv[2].split(",")]
 shard, shards = (int(x) for x in sys.argv[3].split("/"))  # this child compiles every shards-th kernel
+shared_per_block = int(sys.argv[4])  # the card's opt-in shared memory per block, bytes
 
 
 def jitted(stem, extra=""):
@@ -102,6 +103,16 @@ def jitted(stem, extra=""):
             and any("triton.jit" in ast.unparse(d) for d in n.decorator_list)]
     ns = {"__name__": f"{stem}_kernels"}
     exec(compile(ast.parse("import triton, triton.language as tl\n" + extra), path, "exec"), ns)
+    exec(compile(ast.Module(body=keep, type_ignores=[]), path, "exec"), ns)
+    return ns
+
+
+def functions(stem, names, **globals_):
+    """The plain functions ``names`` of notebooks/<stem>.py, in a namespace holding ``globals_`` (the
+    notebook's globals they read when called)."""
+    path = f"{notebooks}/{stem}.py"
+    keep = [n for n in ast.parse(open(path).read()).body if isinstance(n, ast.FunctionDef) and n.name in names]
+    ns = dict(globals_)
     exec(compile(ast.Module(body=keep, type_ignores=[]), path, "exec"), ns)
     return ns
 
@@ -206,23 +217,25 @@ for dtype, elem in (("bf16", 2), ("fp16", 2), ("fp32", 4)):
                 autotuned=True, label=f"{bm}x{bn}x{bk} w{warps} s{stages}", num_warps=warps, num_stages=stages)
 
 # flash_attention: version 1 (pointers), the only one before Hopper: its checks' launch (64x64, 4 warps) and
-# the tuning candidates for these cards (candidate_configs without TMA: blocks of 32 keys too), bf16
+# every candidate its tuning loop launches on this card: the notebook's own candidate_configs and fits, as
+# they run there (HOPPER False, the card's shared memory), N = 8192 (no ragged block), bf16
 ns = jitted("flash_attention")
+tuning = functions("flash_attention", {"candidate_configs", "fits"}, HOPPER=False, VERSIONS_HERE=("pointers",),
+                   SHARED_PER_BLOCK=shared_per_block)
 fa = {"lse_ptr": "*fp32"}
 fa_scalars = {"qk_scale": "fp32"}
 for d in (64, 128):
     add("flash_attention", ns, "attention_fwd_pointers", "bf16",
         dict(HEAD_DIM=d, BLOCK_M=64, BLOCK_N=64, CAUSAL=True, EVEN_N=False, NUM_STAGES=2), ptrs=fa,
         scalars=fa_scalars, num_warps=4, num_stages=2)
-    for bm in (64, 128):
-        for bn in (32, 64, 128):
-            for w in (4, 8):
-                for st in (2, 3):
-                    if bn <= bm:
-                        add("flash_attention", ns, "attention_fwd_pointers", "bf16",
-                            dict(HEAD_DIM=d, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=False, EVEN_N=True, NUM_STAGES=st),
-                            ptrs=fa, scalars=fa_scalars, autotuned=True, label=f"d={d} {bm}x{bn} w{w} s{st}",
-                            num_warps=w, num_stages=st)
+    for causal in (False, True):
+        for c in tuning["candidate_configs"](causal):
+            if tuning["fits"](c, d):
+                bm, bn, w, st = c["BLOCK_M"], c["BLOCK_N"], c["num_warps"], c["num_stages"]
+                add("flash_attention", ns, "attention_fwd_pointers", "bf16",
+                    dict(HEAD_DIM=d, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal, EVEN_N=True, NUM_STAGES=st), ptrs=fa,
+                    scalars=fa_scalars, autotuned=True, label=f"d={d} {bm}x{bn} w{w} s{st}{' causal' if causal else ''}",
+                    num_warps=w, num_stages=st)
 
 # collectives: the Triton one-shot and two-shot all-reduce on 2 and 4 GPUs, bf16 (the workers' defaults)
 ns = jitted("collectives_workers")
@@ -287,7 +300,8 @@ def compiled(tmp_path_factory, cc) -> list[dict]:
     base = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     base.update(PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
                 TRITON_DUMP_PTXAS_LOG="1", TRITON_DEFAULT_FP_FUSION="1")
-    children = [subprocess.Popen([sys.executable, "-c", COMPILE, str(NOTEBOOKS), str(cc), f"{i}/{SHARDS}"],
+    children = [subprocess.Popen([sys.executable, "-c", COMPILE, str(NOTEBOOKS), str(cc), f"{i}/{SHARDS}",
+                                  str(CARDS[cc][1])],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                  env={**base, "TRITON_CACHE_DIR": str(tmp_path_factory.mktemp("triton-cache"))})
                 for i in range(SHARDS)]
