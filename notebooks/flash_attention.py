@@ -11,7 +11,7 @@
 #     language: python
 #     name: python3
 #   worklog_gen:
-#     compute_capability: '9.0'  # tl.make_tensor_descriptor (TMA), tl.range(warp_specialize=True)
+#     compute_capability: '8.0'  # bf16 tl.dot; versions 2-3 (TMA, warp specialization) only from 9.0, skipped before
 #     memory_gib: 24  # sdpa math at N = 2048 (B·H = 256): ~1 G scores, bf16 and fp32 copies; the naive sweep stops at out-of-memory
 # ---
 
@@ -58,6 +58,8 @@ TOPIC = "flash-attention"
 GPU = not interpret_mode()
 DEVICE = "cuda" if GPU else "cpu"
 DTYPES = (torch.bfloat16, torch.float16) if GPU else (torch.float32,)  # the interpreter has no bf16
+HOPPER = not GPU or torch.cuda.get_device_capability() >= (9, 0)  # TMA descriptors and warp specialization
+VERSIONS_HERE = ("pointers", "tma", "persistent") if HOPPER else ("pointers",)  # the interpreter runs all three
 DTYPE_NAME = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
 TOKENS = 16384 * 32  # B * H * N, the FlashAttention papers' protocol
 SEQ_LENS = [512, 1024, 2048, 4096, 8192, 16384]
@@ -257,6 +259,10 @@ def attention_fwd_pointers(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr,  # (B*H, N, HEAD
 # an offset against a scalar for the reason in section 5's note) or, with `BLOCK_N = BLOCK_M`,
 # **adds the mask through the dot**: `tl.dot(q, k.T, acc)` starts from `acc`, here -1e30 above the
 # diagonal times a flag that is 1 only at `start_n == q0`, one multiply per score.
+#
+# Versions 2 and 3 need Hopper (compute capability 9.0). On an older card (an A100, an RTX 3090 or
+# 4090, an L4) the notebook skips them and runs, checks, tunes and times version 1, which loads with
+# pointers and `cp.async` and computes with `mma.sync`.
 
 # %% tags=["forward"]
 @triton.jit
@@ -396,6 +402,7 @@ CHECK_CFG = dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=2) if GPU else 
 WS_CFG = dict(BLOCK_M=128, BLOCK_N=128, num_warps=4, num_stages=2) if GPU else {**CHECK_CFG, "BLOCK_N": 32}  # additive mask
 CHECKS = [dict(version="pointers", **CHECK_CFG), dict(version="tma", **CHECK_CFG),
           dict(version="tma", warp_specialize=True, **WS_CFG), dict(version="persistent", warp_specialize=True, **WS_CFG)]
+CHECKS = [c for c in CHECKS if c["version"] in VERSIONS_HERE]
 CHECK_N = (1000, 3001) if GPU else (1, 100, 257)
 TOL = {torch.bfloat16: 2e-2, torch.float16: 2e-2, torch.float32: 1e-5}
 correctness = []
@@ -435,13 +442,20 @@ display(table(correctness, formats={f"N={n}": ".1e" for n in CHECK_N},
 
 # %% tags=["hide-input"] summary="Candidates and the pruning rules"
 def candidate_configs(causal: bool) -> list[dict]:
-    """Every (version, blocks, warps, stages, warp specialization) tried; causal programs of
-    versions 2 and 3 take the longest rows first."""
-    versions = [("pointers", False), ("tma", False), ("tma", True), ("persistent", True)]
+    """Every (version, blocks, warps, stages, warp specialization) tried on this card; causal programs
+    of versions 2 and 3 take the longest rows first. Before Hopper only version 1 runs, and blocks of
+    32 keys are tried too: without wgmma the scores, the output and Q all sit in the computing warps'
+    registers, and at d = 128 most larger blocks spill (compiled for sm_80, sm_86 and sm_89)."""
+    versions = [(v, ws) for v, ws in [("pointers", False), ("tma", False), ("tma", True), ("persistent", True)]
+                if v in VERSIONS_HERE]
     return [dict(version=version, BLOCK_M=bm, BLOCK_N=bn, num_warps=w, num_stages=s, warp_specialize=ws,
                  reverse=causal and version != "pointers")
-            for version, ws in versions for bm in (64, 128) for bn in (64, 128) for w in (4, 8) for s in (2, 3)
-            if bn <= bm and not (ws and w != 4)]
+            for version, ws in versions for bm in (64, 128) for bn in ((64, 128) if HOPPER else (32, 64, 128))
+            for w in (4, 8) for s in (2, 3) if bn <= bm and not (ws and w != 4)]
+
+
+SHARED_PER_BLOCK = torch.cuda.get_device_properties(0).shared_memory_per_block_optin if GPU else 227 * 1024
+"""Shared memory a block may opt in to (227 KiB on Hopper, 163 on an A100, 99 on sm_86 and sm_89)."""
 
 
 def fits(cfg: dict, d: int, itemsize: int = 2) -> bool:
@@ -449,7 +463,7 @@ def fits(cfg: dict, d: int, itemsize: int = 2) -> bool:
     warps = 8 if cfg["warp_specialize"] else cfg["num_warps"]
     regs = (cfg["BLOCK_M"] * d + cfg["BLOCK_M"] * cfg["BLOCK_N"]) / (warps * 32)
     smem = (2 * cfg["num_stages"] * cfg["BLOCK_N"] * d + cfg["BLOCK_M"] * d) * itemsize
-    return regs <= 128 and smem <= 227 * 1024
+    return regs <= 128 and smem <= SHARED_PER_BLOCK
 
 
 def label(cfg: dict) -> str:
@@ -461,14 +475,22 @@ def label(cfg: dict) -> str:
 BEST, tune_rows = {}, []
 CONFIG_KEYS = ("version", "BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "warp_specialize", "reverse")
 if GPU:
-    cudnn = sdpa(sdpa_backends()["sdpa cudnn"])
+    probe = [torch.randn(1, 2, 256, 128, device=DEVICE, dtype=torch.bfloat16) for _ in range(3)]
+    for BASELINE in ("sdpa cudnn", "sdpa flash"):  # cuDNN's attention where this torch and card have it
+        try:
+            sdpa(sdpa_backends()[BASELINE])(*probe, False)
+            break
+        except RuntimeError as exc:
+            print(f"{BASELINE}: not available here ({str(exc).splitlines()[0][:120]}); the next backend is the baseline")
+    baseline = sdpa(sdpa_backends()[BASELINE])
+    BASE_LABEL = {"sdpa cudnn": "cuDNN", "sdpa flash": "FlashAttention-2"}[BASELINE]
     n = 8192
     for d in (64, 128):
         b, h = TOKENS // (HEADS[d] * n), HEADS[d]
         q, k, v = (torch.randn(b, h, n, d, device=DEVICE, dtype=torch.bfloat16) for _ in range(3))
         small = [torch.randn(1, 2, 1000, d, device=DEVICE, dtype=torch.bfloat16) for _ in range(3)]  # ragged
         for causal in (False, True):
-            ref, (small_o, small_lse) = cudnn(q, k, v, causal).float(), naive_attention(*(t.float() for t in small), causal, lse=True)
+            ref, (small_o, small_lse) = baseline(q, k, v, causal).float(), naive_attention(*(t.float() for t in small), causal, lse=True)
             for cfg in [c for c in candidate_configs(causal) if fits(c, d)]:
                 row = {"d": d, "causal": causal, "config": label(cfg), **cfg}
                 try:
@@ -513,7 +535,8 @@ flash = lambda q, k, v, causal: flash_forward(q, k, v, causal)[0]  # noqa: E731
 # %% [markdown]
 # ## 6. One step at a time
 #
-# Each version at N = 8192, head_dim 128, bf16, in pairs with cuDNN (section 7's fastest backend),
+# Each version at N = 8192, head_dim 128, bf16, in pairs with cuDNN (section 7's fastest backend; where
+# this torch or card has no cuDNN attention, FlashAttention-2), before Hopper version 1 alone,
 # as Simon Boehm's SGEMM worklog does against cuBLAS; last, a peer: FlexAttention, torch's Triton kernel.
 # What each step buys: tuning the pointer kernel's blocks is the largest single gain. Descriptors alone do
 # not beat it (Triton already pipelines its loads as `cp.async` copies), but warp specialization needs them: one
@@ -552,13 +575,17 @@ if GPU:
     steps += [(causal, "peer: FlexAttention (Triton, from torch)", "flex") for causal in (False, True)]
     for causal, step, cfg in [s for s in steps if s[2]]:  # (checked in the tuning run, FlexAttention in section 7)
         run = (lambda: flex_attention(q, k, v, causal)) if cfg == "flex" else lambda cfg=cfg: attention_forward(q, k, v, causal, **cfg)
-        p = paired_ratio(lambda: cudnn(q, k, v, causal), run, rounds=5)
+        p = paired_ratio(lambda: baseline(q, k, v, causal), run, rounds=5)
         step_rows.append({"mask": "causal" if causal else "none", "version": step, "config": "—" if cfg == "flex" else label(cfg),
                           "TFLOP/s": tflops(attention_flops(b, h, n, d, causal), p.candidate_ms),
-                          "% of cuDNN": 100 * p.ratio, "spread": p.spread()})
+                          f"% of {BASE_LABEL}": 100 * p.ratio, "spread": p.spread()})
     save_data("steps.csv", step_rows)
-    display(table(step_rows, formats={"TFLOP/s": ".0f", "% of cuDNN": ".0f"},
-                  caption="bf16, B=4 H=16 N=8192 d=128; % of cuDNN: cuDNN's time / this one's, median of 5 pairs"))
+    if not HOPPER:
+        print("Versions 2 and 3 (TMA descriptors, warp specialization, persistence) need compute capability 9.0: "
+              "not on this card")
+    display(table(step_rows, formats={"TFLOP/s": ".0f", f"% of {BASE_LABEL}": ".0f"},
+                  caption=f"bf16, B=4 H=16 N=8192 d=128; % of {BASE_LABEL}: {BASE_LABEL}'s time / this one's, "
+                          "median of 5 pairs"))
 
 # %% [markdown]
 # ## 7. Benchmark against every backend of `scaled_dot_product_attention`
@@ -695,7 +722,10 @@ if GPU:
 
 # %% tags=["hide-input"] summary="Clock, power and work per clock, sampled while each runs"
 power_rows, mean = [], {}
-if GPU:
+if GPU and not HOPPER:
+    print("Skipped on this card: the split's work per clock is counted against Hopper's 4,096 dense bf16 FLOP "
+          "per SM per clock (kit.power)")
+elif GPU:
     q, k, v = (torch.randn(b, h, n, d, device=DEVICE, dtype=torch.bfloat16) for _ in range(3))
     runs = {fastest: lambda: sdpa(BACKENDS[fastest])(q, k, v, False), "triton flash": lambda: flash(q, k, v, False)}
     power_rows, mean = clock_split(runs, [fastest, "triton flash", "triton flash", fastest], flops_full,
@@ -738,9 +768,11 @@ if GPU:
         f"{fastest}, in pairs. In fp16, {tflops(flops_full, fp16_pair.candidate_ms):.0f} TFLOP/s.\n"
         f"- **Steps, not causal (TFLOP/s, section 6):** {walk('none')}.\n"
         f"- **Causal:** {causal_tf:.0f} TFLOP/s, {causal_pair.ratio:.2f}× FlashAttention-2; steps: {walk('causal')}. "
-        "Warp specialization needs one loop, so every block carries the mask: one multiply per score.\n"
+        + ("Warp specialization needs one loop, so every block carries the mask: one multiply per score.\n" if HOPPER
+           else "\n")
         + "".join(f"- **FlexAttention** ({'causal' if m == 'causal' else 'not causal'}), the Triton kernel torch "
-                  f"generates: {r['TFLOP/s']:.0f} TFLOP/s, {r['% of cuDNN']:.0f} % of cuDNN.\n" for m, r in peer.items())
+                  f"generates: {r['TFLOP/s']:.0f} TFLOP/s, {r[f'% of {BASE_LABEL}']:.0f} % of {BASE_LABEL}.\n"
+                  for m, r in peer.items())
         + (f"- **The gap to {fastest}:** under the power cap the kernel ran at {ours['sm_mhz']:.0f} MHz and "
            f"{ours['power_w']:.0f} W, {fastest} at {ref['sm_mhz']:.0f} MHz and {ref['power_w']:.0f} W. Throughput "
            f"{ours['tflops'] / ref['tflops']:.3f} = clock {ours['sm_mhz'] / ref['sm_mhz']:.3f} × work per clock "
