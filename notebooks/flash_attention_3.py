@@ -738,6 +738,65 @@ def attention_bwd_gluon(q_desc, k_desc, v_desc, do_desc, dq_ptr, dk_ptr, dv_ptr,
     _store_rows(dv_ptr, dv.to(dtype), k0, n, bh, HEAD_DIM)
 
 
+@gluon.jit
+def attention_bwd_dq(q_desc, k_desc, v_desc, do_desc, dq_ptr, lse_ptr, delta_ptr, sm_scale, qk_scale, n,
+                     CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, num_warps: gl.constexpr):
+    """dQ alone, one program per block of queries walking the keys as the forward does: S = Q K^T and
+    dP = dO V^T again, then dQ += dS K in registers, stored once. No atomics; two matmuls repeated."""
+    BLOCK_M: gl.constexpr = q_desc.block_type.shape[1]
+    HEAD_DIM: gl.constexpr = q_desc.block_type.shape[2]
+    BLOCK_N: gl.constexpr = k_desc.block_type.shape[1]
+    dtype: gl.constexpr = q_desc.dtype
+    s_layout: gl.constexpr = wgmma_layout(num_warps, BLOCK_N)
+    o_layout: gl.constexpr = wgmma_layout(num_warps, HEAD_DIM)
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    bh = gl.program_id(1)
+    q0 = gl.program_id(0) * BLOCK_M
+
+    q_smem = gl.allocate_shared_memory(dtype, q_desc.block_type.shape, q_desc.layout)
+    do_smem = gl.allocate_shared_memory(dtype, do_desc.block_type.shape, do_desc.layout)
+    k_smem = gl.allocate_shared_memory(dtype, [NUM_STAGES] + k_desc.block_type.shape, k_desc.layout)
+    v_smem = gl.allocate_shared_memory(dtype, [NUM_STAGES] + v_desc.block_type.shape, v_desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES + 1, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(NUM_STAGES + 1):
+        mbarrier.init(ready.index(i), count=1)
+
+    hi = gl.minimum(q0 + BLOCK_M, n) if CAUSAL else n
+    blocks = gl.cdiv(hi, BLOCK_N)
+    mbarrier.expect(ready.index(NUM_STAGES), q_desc.block_type.nbytes + do_desc.block_type.nbytes)
+    tma_load(q_desc, [bh, q0, 0], ready.index(NUM_STAGES), q_smem)
+    tma_load(do_desc, [bh, q0, 0], ready.index(NUM_STAGES), do_smem)
+    for i in gl.static_range(NUM_STAGES - 1):
+        if i < blocks:
+            mbarrier.expect(ready.index(i), k_desc.block_type.nbytes + v_desc.block_type.nbytes)
+            tma_load(k_desc, [bh, i * BLOCK_N, 0], ready.index(i), k_smem.index(i))
+            tma_load(v_desc, [bh, i * BLOCK_N, 0], ready.index(i), v_smem.index(i))
+    lse = _row_vector(lse_ptr + bh.to(gl.int64) * n, q0, n, BLOCK_M, gl.SliceLayout(1, s_layout))
+    delta = _row_vector(delta_ptr + bh.to(gl.int64) * n, q0, n, BLOCK_M, gl.SliceLayout(1, s_layout))
+    mbarrier.wait(ready.index(NUM_STAGES), 0)
+    q = q_smem.reshape([BLOCK_M, HEAD_DIM])
+    do = do_smem.reshape([BLOCK_M, HEAD_DIM])
+    dq = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, layout=o_layout)
+    s_zero = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=s_layout)
+    for j in range(blocks):
+        ahead = j + NUM_STAGES - 1
+        if ahead < blocks:
+            cta_barrier()  # every warp is done with block j - 1's stage
+            mbarrier.expect(ready.index(ahead % NUM_STAGES), k_desc.block_type.nbytes + v_desc.block_type.nbytes)
+            tma_load(k_desc, [bh, ahead * BLOCK_N, 0], ready.index(ahead % NUM_STAGES), k_smem.index(ahead % NUM_STAGES))
+            tma_load(v_desc, [bh, ahead * BLOCK_N, 0], ready.index(ahead % NUM_STAGES), v_smem.index(ahead % NUM_STAGES))
+        stage = j % NUM_STAGES
+        mbarrier.wait(ready.index(stage), (j // NUM_STAGES) & 1)
+        k = k_smem.index(stage).reshape([BLOCK_N, HEAD_DIM])
+        s = warpgroup_mma(q, k.permute((1, 0)), s_zero, use_acc=False)  # S = Q K^T
+        dp = warpgroup_mma(do, v_smem.index(stage).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), s_zero,
+                           use_acc=False)  # dP = dO V^T
+        p = gl.exp2(_scores_masked(s, q0, j * BLOCK_N, n, CAUSAL) * qk_scale - gl.expand_dims(lse, 1))
+        ds = p * (dp - gl.expand_dims(delta, 1))  # dS = P o (dP - delta)
+        dq = warpgroup_mma(gl.convert_layout(ds.to(dtype), p_layout), k, dq)  # dQ += dS K
+    _store_rows(dq_ptr, (dq * sm_scale).to(dtype), q0, n, bh, HEAD_DIM)
+
+
 # %% tags=["fa3"]
 @gluon.jit
 def _bwd_loader(q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
@@ -762,7 +821,7 @@ def _bwd_loader(q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem
 def _bwd_consumer(q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
                   qdo_empty, ds_smem, ds_full, dq_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr, sm_scale, qk_scale, n,
                   bh, k0, lo, steps, WHICH: gl.constexpr, CAUSAL: gl.constexpr, DQ_EARLY: gl.constexpr,
-                  DQ_VEC2: gl.constexpr, DQ_ADD: gl.constexpr):
+                  DQ_VEC2: gl.constexpr, DQ_ADD: gl.constexpr, DQ: gl.constexpr):
     """One warpgroup: its 64 of the program's keys against every block of queries; their dK and dV, and
     half of dQ's columns from both warpgroups' dS."""
     BLOCK_M: gl.constexpr = q_desc.block_type.shape[1]
@@ -809,11 +868,15 @@ def _bwd_consumer(q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_sm
         dst = (pt.to(gl.float32) * (dpt - gl.expand_dims(delta, 0))).to(dtype)  # dS^T = P^T o (dP^T - delta)
         dk_tok = warpgroup_mma(gl.convert_layout(dst, a_layout), q, dk, is_async=True)  # dK += dS^T Q
         buf = i % 2
-        ds_smem.index(buf).slice(WHICH * HALF, HALF, dim=0).store(dst)
-        fence_async_shared()
-        cta_barrier()  # this warpgroup's half of dS is written ...
-        mbarrier.arrive(ds_full.index(buf), count=1)  # ... and the other one may read it
-        if DQ_EARLY:  # dQ's matmul issued behind dV's and dK's, all three waited for together
+        if DQ:
+            ds_smem.index(buf).slice(WHICH * HALF, HALF, dim=0).store(dst)
+            fence_async_shared()
+            cta_barrier()  # this warpgroup's half of dS is written ...
+            mbarrier.arrive(ds_full.index(buf), count=1)  # ... and the other one may read it
+        if not DQ:  # dQ in a kernel of its own (attention_bwd_dq)
+            dv, dk = warpgroup_mma_wait(num_outstanding=0, deps=(dv_tok, dk_tok))
+            mbarrier.arrive(qdo_empty.index(stage), count=1)
+        elif DQ_EARLY:  # dQ's matmul issued behind dV's and dK's, all three waited for together
             mbarrier.wait(ds_full.index(buf), (i // 2) & 1)  # both halves written
             dq_tok = warpgroup_mma(ds_smem.index(buf).permute((1, 0)), k_cols, dq_zero, use_acc=False, is_async=True)
             dv, dk, dq = warpgroup_mma_wait(num_outstanding=0, deps=(dv_tok, dk_tok, dq_tok))
@@ -823,7 +886,9 @@ def _bwd_consumer(q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_sm
             mbarrier.arrive(qdo_empty.index(stage), count=1)
             mbarrier.wait(ds_full.index(buf), (i // 2) & 1)
             dq = warpgroup_mma(ds_smem.index(buf).permute((1, 0)), k_cols, dq_zero, use_acc=False)  # dQ = dS K
-        if DQ_ADD:
+        if not DQ:
+            pass
+        elif DQ_ADD:
             _dq_add(dq_ptr, dq, q0, WHICH * (HEAD_DIM // 2), HEAD_DIM, DQ_VEC2)
         elif n < 0:  # never true, but the compiler cannot know: dQ's matmul stays, nothing is added (section 9)
             _dq_add(dq_ptr, dq, q0, WHICH * (HEAD_DIM // 2), HEAD_DIM, DQ_VEC2)
@@ -835,7 +900,8 @@ def _bwd_consumer(q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_sm
 @gluon.jit
 def attention_bwd_ws(q_desc, k_desc, v_desc, do_desc, dq_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr, sm_scale,
                      qk_scale, n, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, DQ_EARLY: gl.constexpr, DQ_VEC2: gl.constexpr,
-                     CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, DQ_ADD: gl.constexpr = True):
+                     CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, DQ_ADD: gl.constexpr = True,
+                     DQ: gl.constexpr = True):
     BLOCK_M: gl.constexpr = q_desc.block_type.shape[1]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[1]
     dtype: gl.constexpr = q_desc.dtype
@@ -864,10 +930,10 @@ def attention_bwd_ws(q_desc, k_desc, v_desc, do_desc, dq_ptr, dk_ptr, dv_ptr, ls
     gl.warp_specialize([
         (_bwd_consumer, (q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
                          qdo_empty, ds_smem, ds_full, dq_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr, sm_scale, qk_scale,
-                         n, bh, k0, lo, steps, 0, CAUSAL, DQ_EARLY, DQ_VEC2, DQ_ADD)),
+                         n, bh, k0, lo, steps, 0, CAUSAL, DQ_EARLY, DQ_VEC2, DQ_ADD, DQ)),
         (_bwd_consumer, (q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
                          qdo_empty, ds_smem, ds_full, dq_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr, sm_scale, qk_scale,
-                         n, bh, k0, lo, steps, 1, CAUSAL, DQ_EARLY, DQ_VEC2, DQ_ADD)),
+                         n, bh, k0, lo, steps, 1, CAUSAL, DQ_EARLY, DQ_VEC2, DQ_ADD, DQ)),
         (_bwd_loader, (q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
                        qdo_empty, bh, k0, lo, steps)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
@@ -880,13 +946,14 @@ BWD_VERSIONS = {
     "3. + a third stage": dict(version="ws", num_stages=3),
     "4. two stages, dQ's matmul under dK's and dV's": dict(version="ws", dq_early=True),
     "5. + dQ added two floats per instruction": dict(version="ws", dq_early=True, dq_vec2=True),
+    "6. version 2 without dQ; dQ in a kernel of its own, no atomics": dict(version="ws", dq_kernel=True),
 }
 """The backward's steps (section 8), each one change to one before it."""
 
 
 def attention_backward_gluon(q, k, v, o, lse, do, causal: bool = False, *, version: str = "ws", num_stages: int = 2,
                              dq_early: bool = False, dq_vec2: bool = False, consumer_regs: int = 240,
-                             loader_regs: int = 24, dq_add: bool = True,
+                             loader_regs: int = 24, dq_add: bool = True, dq_kernel: bool = False,
                              kernels: list | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """dQ, dK, dV (B, H, N, d), each like q, of softmax(Q K^T / sqrt(d)) V for the output gradient ``do``.
     q, k, v, o, do: (B, H, N, d) contiguous CUDA tensors of one dtype (bf16 or fp16), d 64 or 128, any N >= 1;
@@ -895,7 +962,8 @@ def attention_backward_gluon(q, k, v, o, lse, do, causal: bool = False, *, versi
     or 3: 160 or 192 KiB of shared memory at d = 128); dq_early ("ws" only): dQ's matmul issued before dV's
     and dK's are waited for; dq_vec2 ("ws" only): dQ added two floats per reduction instruction
     (``red.global.add.v2.f32``); dq_add False ("ws" only, section 9's measurement, dQ then wrong): dQ's
-    matmul runs and nothing is added to the buffer. Δ = rowsum(O dO) comes from the backward topic's
+    matmul runs and nothing is added to the buffer; dq_kernel ("ws" only): dK and dV without dQ, then dQ by
+    :func:`attention_bwd_dq` (128 queries a program, 8 warps), no atomics. Δ = rowsum(O dO) comes from the backward topic's
     kernel; dQ is summed in an fp32 buffer of whole 64-row blocks, then scaled and cast. The compiled
     kernel is appended to ``kernels`` if given. Raises ValueError on bad inputs."""
     if len({t.shape for t in (q, k, v, o, do)}) > 1 or q.dim() != 4 or len({t.dtype for t in (q, k, v, o, do)}) > 1:
@@ -912,13 +980,26 @@ def attention_backward_gluon(q, k, v, o, lse, do, causal: bool = False, *, versi
     BLOCK_M, BLOCK_N = 64, 128
     delta = torch.empty((B, H, N), device=q.device, dtype=torch.float32)
     backward.attention_bwd_delta[(triton.cdiv(N, 64), B * H)](o, do, delta, N, HEAD_DIM=d, BLOCK_M=64)
-    dq_acc = torch.zeros((B * H, triton.cdiv(N, BLOCK_M) * BLOCK_M, d), device=q.device, dtype=torch.float32)
+    dq_acc = None if dq_kernel and version == "ws" else \
+        torch.zeros((B * H, triton.cdiv(N, BLOCK_M) * BLOCK_M, d), device=q.device, dtype=torch.float32)
     dk, dv = torch.empty_like(k), torch.empty_like(v)
     q3, k3, v3, do3 = (t.view(B * H, N, d) for t in (q, k, v, do))
     sm_scale = 1 / math.sqrt(d)
     args = (_descriptor(q3, BLOCK_M), _descriptor(k3, BLOCK_N), _descriptor(v3, BLOCK_N), _descriptor(do3, BLOCK_M),
             dq_acc, dk, dv, lse, delta, sm_scale, sm_scale * math.log2(math.e), N)
     grid = (triton.cdiv(N, BLOCK_N), B * H)
+    if dq_kernel and version == "ws":
+        dq = torch.empty_like(q)
+        kernel = attention_bwd_ws[grid](*args[:4], dq, *args[5:], CAUSAL=causal, NUM_STAGES=num_stages, DQ_EARLY=False,
+                                        DQ_VEC2=False, CONSUMER_REGS=consumer_regs, DQ=False, LOADER_REGS=loader_regs,
+                                        num_warps=4, maxnreg=(2 * consumer_regs + loader_regs) // 3 // 8 * 8)
+        DQ_M = 128
+        dq_kern = attention_bwd_dq[(triton.cdiv(N, DQ_M), B * H)](
+            _descriptor(q3, DQ_M), _descriptor(k3, 64), _descriptor(v3, 64), _descriptor(do3, DQ_M), dq, lse, delta,
+            sm_scale, sm_scale * math.log2(math.e), N, CAUSAL=causal, NUM_STAGES=2, num_warps=8)
+        if kernels is not None:
+            kernels += [kernel, dq_kern]
+        return dq, dk, dv
     if version == "gluon":
         kernel = attention_bwd_gluon[grid](*args, CAUSAL=causal, NUM_STAGES=num_stages, num_warps=8)
     else:  # 12 warps in all, as the forward's: the budgets must fit 3 x 128 x maxnreg
