@@ -797,6 +797,98 @@ def attention_bwd_dq(q_desc, k_desc, v_desc, do_desc, dq_ptr, lse_ptr, delta_ptr
     _store_rows(dq_ptr, (dq * sm_scale).to(dtype), q0, n, bh, HEAD_DIM)
 
 
+@gluon.jit
+def _dq_loader(q_desc, k_desc, v_desc, do_desc, q_smem, do_smem, k_smem, v_smem, q_ready, k_ready, v_ready, kv_empty,
+               n, bh, q0, CAUSAL: gl.constexpr):
+    """One warp: the two consumers' Q and dO tiles, then K and V block after block into a ring of stages."""
+    HALF: gl.constexpr = q_desc.block_type.shape[1]
+    BLOCK_N: gl.constexpr = k_desc.block_type.shape[1]
+    NUM_STAGES: gl.constexpr = k_smem.shape[0]
+    for c in gl.static_range(2):
+        mbarrier.expect(q_ready.index(c), q_desc.block_type.nbytes + do_desc.block_type.nbytes)
+        tma_load(q_desc, [bh, q0 + c * HALF, 0], q_ready.index(c), q_smem.index(c))
+        tma_load(do_desc, [bh, q0 + c * HALF, 0], q_ready.index(c), do_smem.index(c))
+    hi = gl.minimum(q0 + 2 * HALF, n) if CAUSAL else n
+    for j in range(gl.cdiv(hi, BLOCK_N)):
+        stage = j % NUM_STAGES
+        mbarrier.wait(kv_empty.index(stage), ((j // NUM_STAGES) & 1) ^ 1)  # a fresh barrier passes phase 1
+        mbarrier.expect(k_ready.index(stage), k_desc.block_type.nbytes)
+        tma_load(k_desc, [bh, j * BLOCK_N, 0], k_ready.index(stage), k_smem.index(stage))
+        mbarrier.expect(v_ready.index(stage), v_desc.block_type.nbytes)
+        tma_load(v_desc, [bh, j * BLOCK_N, 0], v_ready.index(stage), v_smem.index(stage))
+
+
+@gluon.jit
+def _dq_consumer(q_desc, k_desc, q_smem, do_smem, k_smem, v_smem, q_ready, k_ready, v_ready, kv_empty, dq_ptr, lse_ptr,
+                 delta_ptr, sm_scale, qk_scale, n, bh, q0, WHICH: gl.constexpr, CAUSAL: gl.constexpr):
+    """One warpgroup: its 64 queries against every block of keys: S and dP issued together, P while dP
+    runs, then dQ += dS K; dQ stored once."""
+    HALF: gl.constexpr = q_desc.block_type.shape[1]
+    HEAD_DIM: gl.constexpr = q_desc.block_type.shape[2]
+    BLOCK_N: gl.constexpr = k_desc.block_type.shape[1]
+    NUM_STAGES: gl.constexpr = k_smem.shape[0]
+    dtype: gl.constexpr = q_desc.dtype
+    s_layout: gl.constexpr = wgmma_layout(4, BLOCK_N)
+    o_layout: gl.constexpr = wgmma_layout(4, HEAD_DIM)
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    row0 = q0 + WHICH * HALF
+    hi = gl.minimum(q0 + 2 * HALF, n) if CAUSAL else n
+    lse = _row_vector(lse_ptr + bh.to(gl.int64) * n, row0, n, HALF, gl.SliceLayout(1, s_layout))
+    delta = _row_vector(delta_ptr + bh.to(gl.int64) * n, row0, n, HALF, gl.SliceLayout(1, s_layout))
+    mbarrier.wait(q_ready.index(WHICH), 0)
+    q = q_smem.index(WHICH).reshape([HALF, HEAD_DIM])
+    do = do_smem.index(WHICH).reshape([HALF, HEAD_DIM])
+    dq = gl.zeros([HALF, HEAD_DIM], gl.float32, layout=o_layout)
+    s_zero = gl.zeros([HALF, BLOCK_N], gl.float32, layout=s_layout)
+    for j in range(gl.cdiv(hi, BLOCK_N)):
+        stage = j % NUM_STAGES
+        mbarrier.wait(k_ready.index(stage), (j // NUM_STAGES) & 1)
+        k = k_smem.index(stage).reshape([BLOCK_N, HEAD_DIM])
+        s_tok = warpgroup_mma(q, k.permute((1, 0)), s_zero, use_acc=False, is_async=True)  # S = Q K^T
+        mbarrier.wait(v_ready.index(stage), (j // NUM_STAGES) & 1)
+        dp_tok = warpgroup_mma(do, v_smem.index(stage).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), s_zero,
+                               use_acc=False, is_async=True)  # dP = dO V^T
+        s = warpgroup_mma_wait(num_outstanding=1, deps=(s_tok,))
+        p = gl.exp2(_scores_masked(s, row0, j * BLOCK_N, n, CAUSAL) * qk_scale - gl.expand_dims(lse, 1))
+        dp = warpgroup_mma_wait(num_outstanding=0, deps=(dp_tok,))
+        ds = p * (dp - gl.expand_dims(delta, 1))  # dS = P o (dP - delta)
+        dq = warpgroup_mma(gl.convert_layout(ds.to(dtype), p_layout), k, dq)  # dQ += dS K
+        mbarrier.arrive(kv_empty.index(stage), count=1)
+    _store_rows(dq_ptr, (dq * sm_scale).to(dtype), row0, n, bh, HEAD_DIM)
+
+
+@gluon.jit
+def attention_bwd_dq_ws(q_desc, k_desc, v_desc, do_desc, dq_ptr, lse_ptr, delta_ptr, sm_scale, qk_scale, n,
+                        CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+                        LOADER_REGS: gl.constexpr):
+    """dQ alone, warp-specialized as the forward is: a loading warp and two consumer warpgroups of 64 queries."""
+    dtype: gl.constexpr = q_desc.dtype
+    q0 = gl.program_id(0) * 2 * q_desc.block_type.shape[1]
+    bh = gl.program_id(1)
+    q_smem = gl.allocate_shared_memory(dtype, [2] + q_desc.block_type.shape, q_desc.layout)
+    do_smem = gl.allocate_shared_memory(dtype, [2] + do_desc.block_type.shape, do_desc.layout)
+    k_smem = gl.allocate_shared_memory(dtype, [NUM_STAGES] + k_desc.block_type.shape, k_desc.layout)
+    v_smem = gl.allocate_shared_memory(dtype, [NUM_STAGES] + v_desc.block_type.shape, v_desc.layout)
+    q_ready = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    k_ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    v_ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    kv_empty = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(2):
+        mbarrier.init(q_ready.index(i), count=1)
+    for i in gl.static_range(NUM_STAGES):
+        mbarrier.init(k_ready.index(i), count=1)
+        mbarrier.init(v_ready.index(i), count=1)
+        mbarrier.init(kv_empty.index(i), count=2)  # both consumers release a stage
+    gl.warp_specialize([
+        (_dq_consumer, (q_desc, k_desc, q_smem, do_smem, k_smem, v_smem, q_ready, k_ready, v_ready, kv_empty, dq_ptr,
+                        lse_ptr, delta_ptr, sm_scale, qk_scale, n, bh, q0, 0, CAUSAL)),
+        (_dq_consumer, (q_desc, k_desc, q_smem, do_smem, k_smem, v_smem, q_ready, k_ready, v_ready, kv_empty, dq_ptr,
+                        lse_ptr, delta_ptr, sm_scale, qk_scale, n, bh, q0, 1, CAUSAL)),
+        (_dq_loader, (q_desc, k_desc, v_desc, do_desc, q_smem, do_smem, k_smem, v_smem, q_ready, k_ready, v_ready,
+                      kv_empty, n, bh, q0, CAUSAL)),
+    ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
+
+
 # %% tags=["fa3"]
 @gluon.jit
 def _bwd_loader(q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
@@ -947,13 +1039,14 @@ BWD_VERSIONS = {
     "4. two stages, dQ's matmul under dK's and dV's": dict(version="ws", dq_early=True),
     "5. + dQ added two floats per instruction": dict(version="ws", dq_early=True, dq_vec2=True),
     "6. version 2 without dQ; dQ in a kernel of its own, no atomics": dict(version="ws", dq_kernel=True),
+    "7. + that kernel warp-specialized": dict(version="ws", dq_kernel=True, dq_ws=True),
 }
 """The backward's steps (section 8), each one change to one before it."""
 
 
 def attention_backward_gluon(q, k, v, o, lse, do, causal: bool = False, *, version: str = "ws", num_stages: int = 2,
                              dq_early: bool = False, dq_vec2: bool = False, consumer_regs: int = 240,
-                             loader_regs: int = 24, dq_add: bool = True, dq_kernel: bool = False,
+                             loader_regs: int = 24, dq_add: bool = True, dq_kernel: bool = False, dq_ws: bool = False,
                              kernels: list | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """dQ, dK, dV (B, H, N, d), each like q, of softmax(Q K^T / sqrt(d)) V for the output gradient ``do``.
     q, k, v, o, do: (B, H, N, d) contiguous CUDA tensors of one dtype (bf16 or fp16), d 64 or 128, any N >= 1;
@@ -994,9 +1087,16 @@ def attention_backward_gluon(q, k, v, o, lse, do, causal: bool = False, *, versi
                                         DQ_VEC2=False, CONSUMER_REGS=consumer_regs, DQ=False, LOADER_REGS=loader_regs,
                                         num_warps=4, maxnreg=(2 * consumer_regs + loader_regs) // 3 // 8 * 8)
         DQ_M = 128
-        dq_kern = attention_bwd_dq[(triton.cdiv(N, DQ_M), B * H)](
-            _descriptor(q3, DQ_M), _descriptor(k3, 64), _descriptor(v3, 64), _descriptor(do3, DQ_M), dq, lse, delta,
-            sm_scale, sm_scale * math.log2(math.e), N, CAUSAL=causal, NUM_STAGES=2, num_warps=8)
+        if dq_ws:  # a loading warp and two consumer warpgroups of 64 queries, blocks of 128 keys
+            dq_kern = attention_bwd_dq_ws[(triton.cdiv(N, DQ_M), B * H)](
+                _descriptor(q3, DQ_M // 2), _descriptor(k3, 128), _descriptor(v3, 128), _descriptor(do3, DQ_M // 2), dq,
+                lse, delta, sm_scale, sm_scale * math.log2(math.e), N, CAUSAL=causal, NUM_STAGES=2,
+                CONSUMER_REGS=consumer_regs, LOADER_REGS=loader_regs, num_warps=4,
+                maxnreg=(2 * consumer_regs + loader_regs) // 3 // 8 * 8)
+        else:
+            dq_kern = attention_bwd_dq[(triton.cdiv(N, DQ_M), B * H)](
+                _descriptor(q3, DQ_M), _descriptor(k3, 64), _descriptor(v3, 64), _descriptor(do3, DQ_M), dq, lse, delta,
+                sm_scale, sm_scale * math.log2(math.e), N, CAUSAL=causal, NUM_STAGES=2, num_warps=8)
         if kernels is not None:
             kernels += [kernel, dq_kern]
         return dq, dk, dv
