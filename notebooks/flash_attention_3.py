@@ -32,7 +32,8 @@
 # - **ping-pong** of the two consumers, and **overlap inside a warpgroup** of the softmax with the
 #   matmuls;
 # - the **backward** in one pass over the queries per block of keys: two consumer warpgroups that share
-#   $dS$ through shared memory, and $dQ$ added by atomics, since Gluon 3.6 has no TMA bulk reduction;
+#   $dS$ through shared memory, and $dQ$ added by atomics (Gluon 3.6 has no TMA bulk reduction) or
+#   computed by a second kernel that repeats two matmuls and adds nothing;
 # - where each pass stops against cuDNN, in registers, clock and work per clock.
 
 # %% tags=["hide-input", "fa3"] summary="Imports and settings; the forward topic's reference and FLOP count"
@@ -602,6 +603,11 @@ if GPU:
 #   H100 and an H200 (27 November 2026), it stayed within the pairs' spread of version 4 (section 8's
 #   table): issuing the reductions was not what held the backward back. The bytes they move are the same,
 #   and section 9 measures what those bytes cost.
+# - **Versions 6 and 7** add nothing. $dK$ and $dV$ come from version 2 with no $dQ$ at all (`DQ=False`:
+#   no $dS$ hand-off, no atomics), and $dQ$ from a kernel of its own that walks the keys for 128 queries
+#   as the forward does, computing $S$ and $dP$ again and storing $dQ$ once: seven matmuls where one
+#   pass runs five. Version 6's $dQ$ kernel is plain (8 warps); version 7's is specialized as the
+#   forward is, a loading warp and two consumer warpgroups of 64 queries.
 #
 # Two register lessons from compiling it for sm_90 with the device's Triton 3.6 (`ptxas -v`): a vector
 # indexed by *query* is a column of the transposed accumulator, 16 values per thread, so loading the
@@ -1038,8 +1044,8 @@ BWD_VERSIONS = {
     "3. + a third stage": dict(version="ws", num_stages=3),
     "4. two stages, dQ's matmul under dK's and dV's": dict(version="ws", dq_early=True),
     "5. + dQ added two floats per instruction": dict(version="ws", dq_early=True, dq_vec2=True),
-    "6. version 2 without dQ; dQ in a kernel of its own, no atomics": dict(version="ws", dq_kernel=True),
-    "7. + that kernel warp-specialized": dict(version="ws", dq_kernel=True, dq_ws=True),
+    "6. version 2 without dQ; dQ in a kernel of its own": dict(version="ws", dq_kernel=True),
+    "7. + dQ's kernel warp-specialized": dict(version="ws", dq_kernel=True, dq_ws=True),
 }
 """The backward's steps (section 8), each one change to one before it."""
 
@@ -1047,6 +1053,7 @@ BWD_VERSIONS = {
 def attention_backward_gluon(q, k, v, o, lse, do, causal: bool = False, *, version: str = "ws", num_stages: int = 2,
                              dq_early: bool = False, dq_vec2: bool = False, consumer_regs: int = 240,
                              loader_regs: int = 24, dq_add: bool = True, dq_kernel: bool = False, dq_ws: bool = False,
+                             dq_block_n: int = 128, dq_stages: int = 2,
                              kernels: list | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """dQ, dK, dV (B, H, N, d), each like q, of softmax(Q K^T / sqrt(d)) V for the output gradient ``do``.
     q, k, v, o, do: (B, H, N, d) contiguous CUDA tensors of one dtype (bf16 or fp16), d 64 or 128, any N >= 1;
@@ -1056,7 +1063,11 @@ def attention_backward_gluon(q, k, v, o, lse, do, causal: bool = False, *, versi
     and dK's are waited for; dq_vec2 ("ws" only): dQ added two floats per reduction instruction
     (``red.global.add.v2.f32``); dq_add False ("ws" only, section 9's measurement, dQ then wrong): dQ's
     matmul runs and nothing is added to the buffer; dq_kernel ("ws" only): dK and dV without dQ, then dQ by
-    :func:`attention_bwd_dq` (128 queries a program, 8 warps), no atomics. Δ = rowsum(O dO) comes from the backward topic's
+    :func:`attention_bwd_dq` (128 queries a program, 8 warps), no atomics; dq_ws: by
+    :func:`attention_bwd_dq_ws` instead (a loading warp, two consumer warpgroups of 64 queries), its keys in
+    blocks of dq_block_n (64 or 128) through a ring of dq_stages (2 at 128 keys: 197 KiB of shared memory
+    at d = 128; a sweep on an H100, 27 November 2026, found 64 keys x 3 or 4 stages and 3 dK/dV stages
+    within the pairs' spread of the defaults). Δ = rowsum(O dO) comes from the backward topic's
     kernel; dQ is summed in an fp32 buffer of whole 64-row blocks, then scaled and cast. The compiled
     kernel is appended to ``kernels`` if given. Raises ValueError on bad inputs."""
     if len({t.shape for t in (q, k, v, o, do)}) > 1 or q.dim() != 4 or len({t.dtype for t in (q, k, v, o, do)}) > 1:
@@ -1089,8 +1100,8 @@ def attention_backward_gluon(q, k, v, o, lse, do, causal: bool = False, *, versi
         DQ_M = 128
         if dq_ws:  # a loading warp and two consumer warpgroups of 64 queries, blocks of 128 keys
             dq_kern = attention_bwd_dq_ws[(triton.cdiv(N, DQ_M), B * H)](
-                _descriptor(q3, DQ_M // 2), _descriptor(k3, 128), _descriptor(v3, 128), _descriptor(do3, DQ_M // 2), dq,
-                lse, delta, sm_scale, sm_scale * math.log2(math.e), N, CAUSAL=causal, NUM_STAGES=2,
+                _descriptor(q3, DQ_M // 2), _descriptor(k3, dq_block_n), _descriptor(v3, dq_block_n), _descriptor(do3, DQ_M // 2),
+                dq, lse, delta, sm_scale, sm_scale * math.log2(math.e), N, CAUSAL=causal, NUM_STAGES=dq_stages,
                 CONSUMER_REGS=consumer_regs, LOADER_REGS=loader_regs, num_warps=4,
                 maxnreg=(2 * consumer_regs + loader_regs) // 3 // 8 * 8)
         else:
@@ -1234,13 +1245,13 @@ if GPU:
     for pass_, name, launch in launches:
         kernels = []
         launch(kernels)
-        kn = kernels[0]
-        ptx = kn.asm["ptx"]
-        compiled_rows.append({"pass": pass_, "step": name, "registers": kn.n_regs, "spills": kn.n_spills,
-                              "shared KiB": kn.metadata.shared / 1024,
-                              "setmaxnreg": ", ".join(f"{op} {r}" for op, r in sorted(set(
-                                  re.findall(r"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32\s+(\d+)", ptx)))) or "—",
-                              "wgmma": ptx.count("wgmma.mma_async")})
+        for kn in kernels:  # versions 6 and 7 launch two kernels: dK and dV's, then dQ's
+            ptx = kn.asm["ptx"]
+            compiled_rows.append({"pass": pass_, "step": name if kn is kernels[0] else f"{name.split('.')[0]}. its dQ kernel",
+                                  "registers": kn.n_regs, "spills": kn.n_spills, "shared KiB": kn.metadata.shared / 1024,
+                                  "setmaxnreg": ", ".join(f"{op} {r}" for op, r in sorted(set(
+                                      re.findall(r"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32\s+(\d+)", ptx)))) or "—",
+                                  "wgmma": ptx.count("wgmma.mma_async")})
     save_data("compiled.csv", compiled_rows)
     display(table(compiled_rows, formats={"shared KiB": ".0f"},
                   caption="d = 128, bf16, not causal; spills: 4-byte values per thread in local memory"))
@@ -1269,8 +1280,9 @@ if GPU:
 
 # %% tags=["hide-input"] summary="The backward with and without dQ's additions, paired with cuDNN's"
 ablation_rows = []
-if GPU:
-    ws_bwd = final_bwd if final_bwd.get("version") == "ws" else BWD_VERSIONS["2. + loading warp, two consumer warpgroups"]
+if GPU:  # the fastest version that adds dQ by atomics
+    atomics = [name for name, cfg in BWD_VERSIONS.items() if cfg["version"] == "ws" and not cfg.get("dq_kernel")]
+    ws_bwd = BWD_VERSIONS[max(atomics, key=lambda name: bwd_pairs[8192, False, name].ratio)]
     cudnn_bwd = backward_only(cudnn, q, k, v, do, False)
     for what, cfg in (("as it is", ws_bwd), ("dQ's matmul, nothing added", {**ws_bwd, "dq_add": False})):
         p = paired_ratio(cudnn_bwd, lambda cfg=cfg: attention_backward_gluon(q, k, v, o, lse, do, False, **cfg), rounds=5)
@@ -1281,6 +1293,38 @@ if GPU:
     display(table(ablation_rows, formats={"ms": ".2f", "cuDNN ms": ".2f", "TFLOP/s": ".0f", "× cuDNN": ".3f"},
                   caption=f"bf16, B={b} H={H} N={n} d={D}, not causal; × cuDNN: cuDNN's backward time / this one's, "
                           "median of 5 pairs; the second row's dQ is wrong by design"))
+
+# %% [markdown]
+# **Two kernels, seven matmuls.** Each kernel of the final backward and of cuDNN's, timed by torch's
+# profiler over 5 calls, with the matmuls each runs per block (cuDNN's one kernel runs the five of
+# FlashAttention's algorithm; its small kernels compute $\Delta$ and cast $dQ$).
+
+# %% tags=["hide-input"] summary="Each kernel's time (torch.profiler), per matmul"
+kernel_rows = []
+if GPU:
+    def kernel_ms(fn, calls: int = 5) -> dict[str, float]:
+        """Mean GPU time per call of each kernel ``fn`` launches, in ms, from torch's profiler."""
+        fn()
+        torch.cuda.synchronize()
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            for _ in range(calls):
+                fn()
+            torch.cuda.synchronize()
+        return {e.key: e.self_device_time_total / calls / 1e3 for e in prof.key_averages()
+                if e.self_device_time_total / calls >= 10}  # µs; launches and memsets drop out
+
+    matmuls = {"attention_bwd_ws": 4 if final_bwd.get("dq_kernel") else 5, "attention_bwd_gluon": 5,
+               "attention_bwd_dq": 3, "attention_bwd_dq_ws": 3}
+    for who, fn in ((f"Gluon, version {final_bwd_name.split('.')[0]}",
+                     lambda: attention_backward_gluon(q, k, v, o, lse, do, False, **final_bwd)), ("cuDNN", cudnn_bwd)):
+        for name, ms in sorted(kernel_ms(fn).items(), key=lambda kv: -kv[1]):
+            mm = matmuls.get(name, 5 if "bprop" in name else 0)
+            kernel_rows.append({"backward": who, "kernel": name if len(name) < 40 else name[:38] + "…", "ms": ms,
+                                "matmuls": mm or "—", "ms per matmul": ms / mm if mm else "—"})
+    save_data("kernels.csv", kernel_rows)
+    display(table(kernel_rows, formats={"ms": ".2f", "ms per matmul": ".2f"},
+                  caption=f"bf16, B={b} H={H} N={n} d={D}, not causal; mean of 5 calls; matmuls per block of keys "
+                          "or queries"))
 
 # %% [markdown]
 # **Reading it.** Both forwards and both backwards run at the 700 W cap, so the clock is what power
@@ -1297,8 +1341,10 @@ if GPU:
 # not add to the same rows at once, gained 0-3, within the pairs' spread. The cure is fewer bytes:
 # TMA's bulk reduction adds a whole tile in L2 (section 10), a pair of programs in a cluster could sum
 # their tiles in shared memory first and add once, or a second kernel could compute $dQ$ over the keys
-# with no additions at all, at the price of recomputing $S$ and $dP$ (the backward topic's two-kernel
-# layout).
+# with no additions at all, at the price of recomputing $S$ and $dP$. Versions 6 and 7 take the last
+# way, the only one Gluon 3.6 can say. The kernel table prices it: each kernel now runs its matmuls
+# at about cuDNN's rate per matmul or better, and what is left is the two matmuls more, seven against
+# five. Closing that needs one pass again, with $dQ$ summed in fewer bytes.
 #
 # **What Blackwell would change.** On sm_100, `tcgen05.mma` is issued by one thread and accumulates
 # in **tensor memory** (TMEM, 256 KiB per SM beside the registers), not in the issuing warps'
@@ -1370,8 +1416,11 @@ if GPU:
            f"{bgl['flop_per_clk_sm'] / bcu['flop_per_clk_sm']:.3f}.\n" if bgl and bcu else "")
         + f"- **dQ:** Gluon's TMA module in Triton {triton.__version__} "
         + ("has" if hasattr(tma, "async_atomic_add") else "has no")
-        + " bulk reduction (section 10), so $dQ$ is added by pointer atomics, 32 per consumer thread per block"
-        + (f"; without the additions the same backward runs at {ablation_rows[1]['× cuDNN']:.3f}× cuDNN against "
-           f"{ablation_rows[0]['× cuDNN']:.3f}× with them (section 9)." if len(ablation_rows) == 2 else ".")))
+        + " bulk reduction (section 10), so versions 1-5 add $dQ$ by pointer atomics"
+        + (f"; without the additions the fastest of them runs at {ablation_rows[1]['× cuDNN']:.3f}× cuDNN against "
+           f"{ablation_rows[0]['× cuDNN']:.3f}× with them (section 9)" if len(ablation_rows) == 2 else "")
+        + ". Per kernel (section 9): " + "; ".join(
+            f"{r['backward']} {r['kernel']} {r['ms']:.2f} ms" + (f" for {r['matmuls']} matmuls" if r["matmuls"] != "—" else "")
+            for r in kernel_rows) + "."))
 else:
     display(prose("CPU mode: the Gluon kernels were defined, not run; nothing was checked or timed."))
