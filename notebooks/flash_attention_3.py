@@ -32,7 +32,8 @@
 # - **ping-pong** of the two consumers, and **overlap inside a warpgroup** of the softmax with the
 #   matmuls;
 # - the **backward** in one pass over the queries per block of keys: two consumer warpgroups that share
-#   $dS$ through shared memory, and $dQ$ added by atomics, since Gluon 3.6 has no TMA bulk reduction;
+#   $dS$ through shared memory, and $dQ$ added by atomics (Gluon 3.6 has no TMA bulk reduction) or
+#   computed by a second kernel that repeats two matmuls and adds nothing;
 # - where each pass stops against cuDNN, in registers, clock and work per clock.
 
 # %% tags=["hide-input", "fa3"] summary="Imports and settings; the forward topic's reference and FLOP count"
@@ -602,6 +603,11 @@ if GPU:
 #   H100 and an H200 (27 November 2026), it stayed within the pairs' spread of version 4 (section 8's
 #   table): issuing the reductions was not what held the backward back. The bytes they move are the same,
 #   and section 9 measures what those bytes cost.
+# - **Versions 6 and 7** add nothing. $dK$ and $dV$ come from version 2 with no $dQ$ at all (`DQ=False`:
+#   no $dS$ hand-off, no atomics), and $dQ$ from a kernel of its own that walks the keys for 128 queries
+#   as the forward does, computing $S$ and $dP$ again and storing $dQ$ once: seven matmuls where one
+#   pass runs five. Version 6's $dQ$ kernel is plain (8 warps); version 7's is specialized as the
+#   forward is, a loading warp and two consumer warpgroups of 64 queries.
 #
 # Two register lessons from compiling it for sm_90 with the device's Triton 3.6 (`ptxas -v`): a vector
 # indexed by *query* is a column of the transposed accumulator, 16 values per thread, so loading the
@@ -738,6 +744,157 @@ def attention_bwd_gluon(q_desc, k_desc, v_desc, do_desc, dq_ptr, dk_ptr, dv_ptr,
     _store_rows(dv_ptr, dv.to(dtype), k0, n, bh, HEAD_DIM)
 
 
+@gluon.jit
+def attention_bwd_dq(q_desc, k_desc, v_desc, do_desc, dq_ptr, lse_ptr, delta_ptr, sm_scale, qk_scale, n,
+                     CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, num_warps: gl.constexpr):
+    """dQ alone, one program per block of queries walking the keys as the forward does: S = Q K^T and
+    dP = dO V^T again, then dQ += dS K in registers, stored once. No atomics; two matmuls repeated."""
+    BLOCK_M: gl.constexpr = q_desc.block_type.shape[1]
+    HEAD_DIM: gl.constexpr = q_desc.block_type.shape[2]
+    BLOCK_N: gl.constexpr = k_desc.block_type.shape[1]
+    dtype: gl.constexpr = q_desc.dtype
+    s_layout: gl.constexpr = wgmma_layout(num_warps, BLOCK_N)
+    o_layout: gl.constexpr = wgmma_layout(num_warps, HEAD_DIM)
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    bh = gl.program_id(1)
+    q0 = gl.program_id(0) * BLOCK_M
+
+    q_smem = gl.allocate_shared_memory(dtype, q_desc.block_type.shape, q_desc.layout)
+    do_smem = gl.allocate_shared_memory(dtype, do_desc.block_type.shape, do_desc.layout)
+    k_smem = gl.allocate_shared_memory(dtype, [NUM_STAGES] + k_desc.block_type.shape, k_desc.layout)
+    v_smem = gl.allocate_shared_memory(dtype, [NUM_STAGES] + v_desc.block_type.shape, v_desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES + 1, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(NUM_STAGES + 1):
+        mbarrier.init(ready.index(i), count=1)
+
+    hi = gl.minimum(q0 + BLOCK_M, n) if CAUSAL else n
+    blocks = gl.cdiv(hi, BLOCK_N)
+    mbarrier.expect(ready.index(NUM_STAGES), q_desc.block_type.nbytes + do_desc.block_type.nbytes)
+    tma_load(q_desc, [bh, q0, 0], ready.index(NUM_STAGES), q_smem)
+    tma_load(do_desc, [bh, q0, 0], ready.index(NUM_STAGES), do_smem)
+    for i in gl.static_range(NUM_STAGES - 1):
+        if i < blocks:
+            mbarrier.expect(ready.index(i), k_desc.block_type.nbytes + v_desc.block_type.nbytes)
+            tma_load(k_desc, [bh, i * BLOCK_N, 0], ready.index(i), k_smem.index(i))
+            tma_load(v_desc, [bh, i * BLOCK_N, 0], ready.index(i), v_smem.index(i))
+    lse = _row_vector(lse_ptr + bh.to(gl.int64) * n, q0, n, BLOCK_M, gl.SliceLayout(1, s_layout))
+    delta = _row_vector(delta_ptr + bh.to(gl.int64) * n, q0, n, BLOCK_M, gl.SliceLayout(1, s_layout))
+    mbarrier.wait(ready.index(NUM_STAGES), 0)
+    q = q_smem.reshape([BLOCK_M, HEAD_DIM])
+    do = do_smem.reshape([BLOCK_M, HEAD_DIM])
+    dq = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, layout=o_layout)
+    s_zero = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=s_layout)
+    for j in range(blocks):
+        ahead = j + NUM_STAGES - 1
+        if ahead < blocks:
+            cta_barrier()  # every warp is done with block j - 1's stage
+            mbarrier.expect(ready.index(ahead % NUM_STAGES), k_desc.block_type.nbytes + v_desc.block_type.nbytes)
+            tma_load(k_desc, [bh, ahead * BLOCK_N, 0], ready.index(ahead % NUM_STAGES), k_smem.index(ahead % NUM_STAGES))
+            tma_load(v_desc, [bh, ahead * BLOCK_N, 0], ready.index(ahead % NUM_STAGES), v_smem.index(ahead % NUM_STAGES))
+        stage = j % NUM_STAGES
+        mbarrier.wait(ready.index(stage), (j // NUM_STAGES) & 1)
+        k = k_smem.index(stage).reshape([BLOCK_N, HEAD_DIM])
+        s = warpgroup_mma(q, k.permute((1, 0)), s_zero, use_acc=False)  # S = Q K^T
+        dp = warpgroup_mma(do, v_smem.index(stage).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), s_zero,
+                           use_acc=False)  # dP = dO V^T
+        p = gl.exp2(_scores_masked(s, q0, j * BLOCK_N, n, CAUSAL) * qk_scale - gl.expand_dims(lse, 1))
+        ds = p * (dp - gl.expand_dims(delta, 1))  # dS = P o (dP - delta)
+        dq = warpgroup_mma(gl.convert_layout(ds.to(dtype), p_layout), k, dq)  # dQ += dS K
+    _store_rows(dq_ptr, (dq * sm_scale).to(dtype), q0, n, bh, HEAD_DIM)
+
+
+@gluon.jit
+def _dq_loader(q_desc, k_desc, v_desc, do_desc, q_smem, do_smem, k_smem, v_smem, q_ready, k_ready, v_ready, kv_empty,
+               n, bh, q0, CAUSAL: gl.constexpr):
+    """One warp: the two consumers' Q and dO tiles, then K and V block after block into a ring of stages."""
+    HALF: gl.constexpr = q_desc.block_type.shape[1]
+    BLOCK_N: gl.constexpr = k_desc.block_type.shape[1]
+    NUM_STAGES: gl.constexpr = k_smem.shape[0]
+    for c in gl.static_range(2):
+        mbarrier.expect(q_ready.index(c), q_desc.block_type.nbytes + do_desc.block_type.nbytes)
+        tma_load(q_desc, [bh, q0 + c * HALF, 0], q_ready.index(c), q_smem.index(c))
+        tma_load(do_desc, [bh, q0 + c * HALF, 0], q_ready.index(c), do_smem.index(c))
+    hi = gl.minimum(q0 + 2 * HALF, n) if CAUSAL else n
+    for j in range(gl.cdiv(hi, BLOCK_N)):
+        stage = j % NUM_STAGES
+        mbarrier.wait(kv_empty.index(stage), ((j // NUM_STAGES) & 1) ^ 1)  # a fresh barrier passes phase 1
+        mbarrier.expect(k_ready.index(stage), k_desc.block_type.nbytes)
+        tma_load(k_desc, [bh, j * BLOCK_N, 0], k_ready.index(stage), k_smem.index(stage))
+        mbarrier.expect(v_ready.index(stage), v_desc.block_type.nbytes)
+        tma_load(v_desc, [bh, j * BLOCK_N, 0], v_ready.index(stage), v_smem.index(stage))
+
+
+@gluon.jit
+def _dq_consumer(q_desc, k_desc, q_smem, do_smem, k_smem, v_smem, q_ready, k_ready, v_ready, kv_empty, dq_ptr, lse_ptr,
+                 delta_ptr, sm_scale, qk_scale, n, bh, q0, WHICH: gl.constexpr, CAUSAL: gl.constexpr):
+    """One warpgroup: its 64 queries against every block of keys: S and dP issued together, P while dP
+    runs, then dQ += dS K; dQ stored once."""
+    HALF: gl.constexpr = q_desc.block_type.shape[1]
+    HEAD_DIM: gl.constexpr = q_desc.block_type.shape[2]
+    BLOCK_N: gl.constexpr = k_desc.block_type.shape[1]
+    NUM_STAGES: gl.constexpr = k_smem.shape[0]
+    dtype: gl.constexpr = q_desc.dtype
+    s_layout: gl.constexpr = wgmma_layout(4, BLOCK_N)
+    o_layout: gl.constexpr = wgmma_layout(4, HEAD_DIM)
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    row0 = q0 + WHICH * HALF
+    hi = gl.minimum(q0 + 2 * HALF, n) if CAUSAL else n
+    lse = _row_vector(lse_ptr + bh.to(gl.int64) * n, row0, n, HALF, gl.SliceLayout(1, s_layout))
+    delta = _row_vector(delta_ptr + bh.to(gl.int64) * n, row0, n, HALF, gl.SliceLayout(1, s_layout))
+    mbarrier.wait(q_ready.index(WHICH), 0)
+    q = q_smem.index(WHICH).reshape([HALF, HEAD_DIM])
+    do = do_smem.index(WHICH).reshape([HALF, HEAD_DIM])
+    dq = gl.zeros([HALF, HEAD_DIM], gl.float32, layout=o_layout)
+    s_zero = gl.zeros([HALF, BLOCK_N], gl.float32, layout=s_layout)
+    for j in range(gl.cdiv(hi, BLOCK_N)):
+        stage = j % NUM_STAGES
+        mbarrier.wait(k_ready.index(stage), (j // NUM_STAGES) & 1)
+        k = k_smem.index(stage).reshape([BLOCK_N, HEAD_DIM])
+        s_tok = warpgroup_mma(q, k.permute((1, 0)), s_zero, use_acc=False, is_async=True)  # S = Q K^T
+        mbarrier.wait(v_ready.index(stage), (j // NUM_STAGES) & 1)
+        dp_tok = warpgroup_mma(do, v_smem.index(stage).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), s_zero,
+                               use_acc=False, is_async=True)  # dP = dO V^T
+        s = warpgroup_mma_wait(num_outstanding=1, deps=(s_tok,))
+        p = gl.exp2(_scores_masked(s, row0, j * BLOCK_N, n, CAUSAL) * qk_scale - gl.expand_dims(lse, 1))
+        dp = warpgroup_mma_wait(num_outstanding=0, deps=(dp_tok,))
+        ds = p * (dp - gl.expand_dims(delta, 1))  # dS = P o (dP - delta)
+        dq = warpgroup_mma(gl.convert_layout(ds.to(dtype), p_layout), k, dq)  # dQ += dS K
+        mbarrier.arrive(kv_empty.index(stage), count=1)
+    _store_rows(dq_ptr, (dq * sm_scale).to(dtype), row0, n, bh, HEAD_DIM)
+
+
+@gluon.jit
+def attention_bwd_dq_ws(q_desc, k_desc, v_desc, do_desc, dq_ptr, lse_ptr, delta_ptr, sm_scale, qk_scale, n,
+                        CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+                        LOADER_REGS: gl.constexpr):
+    """dQ alone, warp-specialized as the forward is: a loading warp and two consumer warpgroups of 64 queries."""
+    dtype: gl.constexpr = q_desc.dtype
+    q0 = gl.program_id(0) * 2 * q_desc.block_type.shape[1]
+    bh = gl.program_id(1)
+    q_smem = gl.allocate_shared_memory(dtype, [2] + q_desc.block_type.shape, q_desc.layout)
+    do_smem = gl.allocate_shared_memory(dtype, [2] + do_desc.block_type.shape, do_desc.layout)
+    k_smem = gl.allocate_shared_memory(dtype, [NUM_STAGES] + k_desc.block_type.shape, k_desc.layout)
+    v_smem = gl.allocate_shared_memory(dtype, [NUM_STAGES] + v_desc.block_type.shape, v_desc.layout)
+    q_ready = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    k_ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    v_ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    kv_empty = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(2):
+        mbarrier.init(q_ready.index(i), count=1)
+    for i in gl.static_range(NUM_STAGES):
+        mbarrier.init(k_ready.index(i), count=1)
+        mbarrier.init(v_ready.index(i), count=1)
+        mbarrier.init(kv_empty.index(i), count=2)  # both consumers release a stage
+    gl.warp_specialize([
+        (_dq_consumer, (q_desc, k_desc, q_smem, do_smem, k_smem, v_smem, q_ready, k_ready, v_ready, kv_empty, dq_ptr,
+                        lse_ptr, delta_ptr, sm_scale, qk_scale, n, bh, q0, 0, CAUSAL)),
+        (_dq_consumer, (q_desc, k_desc, q_smem, do_smem, k_smem, v_smem, q_ready, k_ready, v_ready, kv_empty, dq_ptr,
+                        lse_ptr, delta_ptr, sm_scale, qk_scale, n, bh, q0, 1, CAUSAL)),
+        (_dq_loader, (q_desc, k_desc, v_desc, do_desc, q_smem, do_smem, k_smem, v_smem, q_ready, k_ready, v_ready,
+                      kv_empty, n, bh, q0, CAUSAL)),
+    ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
+
+
 # %% tags=["fa3"]
 @gluon.jit
 def _bwd_loader(q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
@@ -762,7 +919,7 @@ def _bwd_loader(q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem
 def _bwd_consumer(q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
                   qdo_empty, ds_smem, ds_full, dq_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr, sm_scale, qk_scale, n,
                   bh, k0, lo, steps, WHICH: gl.constexpr, CAUSAL: gl.constexpr, DQ_EARLY: gl.constexpr,
-                  DQ_VEC2: gl.constexpr, DQ_ADD: gl.constexpr):
+                  DQ_VEC2: gl.constexpr, DQ_ADD: gl.constexpr, DQ: gl.constexpr):
     """One warpgroup: its 64 of the program's keys against every block of queries; their dK and dV, and
     half of dQ's columns from both warpgroups' dS."""
     BLOCK_M: gl.constexpr = q_desc.block_type.shape[1]
@@ -809,11 +966,15 @@ def _bwd_consumer(q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_sm
         dst = (pt.to(gl.float32) * (dpt - gl.expand_dims(delta, 0))).to(dtype)  # dS^T = P^T o (dP^T - delta)
         dk_tok = warpgroup_mma(gl.convert_layout(dst, a_layout), q, dk, is_async=True)  # dK += dS^T Q
         buf = i % 2
-        ds_smem.index(buf).slice(WHICH * HALF, HALF, dim=0).store(dst)
-        fence_async_shared()
-        cta_barrier()  # this warpgroup's half of dS is written ...
-        mbarrier.arrive(ds_full.index(buf), count=1)  # ... and the other one may read it
-        if DQ_EARLY:  # dQ's matmul issued behind dV's and dK's, all three waited for together
+        if DQ:
+            ds_smem.index(buf).slice(WHICH * HALF, HALF, dim=0).store(dst)
+            fence_async_shared()
+            cta_barrier()  # this warpgroup's half of dS is written ...
+            mbarrier.arrive(ds_full.index(buf), count=1)  # ... and the other one may read it
+        if not DQ:  # dQ in a kernel of its own (attention_bwd_dq)
+            dv, dk = warpgroup_mma_wait(num_outstanding=0, deps=(dv_tok, dk_tok))
+            mbarrier.arrive(qdo_empty.index(stage), count=1)
+        elif DQ_EARLY:  # dQ's matmul issued behind dV's and dK's, all three waited for together
             mbarrier.wait(ds_full.index(buf), (i // 2) & 1)  # both halves written
             dq_tok = warpgroup_mma(ds_smem.index(buf).permute((1, 0)), k_cols, dq_zero, use_acc=False, is_async=True)
             dv, dk, dq = warpgroup_mma_wait(num_outstanding=0, deps=(dv_tok, dk_tok, dq_tok))
@@ -823,7 +984,9 @@ def _bwd_consumer(q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_sm
             mbarrier.arrive(qdo_empty.index(stage), count=1)
             mbarrier.wait(ds_full.index(buf), (i // 2) & 1)
             dq = warpgroup_mma(ds_smem.index(buf).permute((1, 0)), k_cols, dq_zero, use_acc=False)  # dQ = dS K
-        if DQ_ADD:
+        if not DQ:
+            pass
+        elif DQ_ADD:
             _dq_add(dq_ptr, dq, q0, WHICH * (HEAD_DIM // 2), HEAD_DIM, DQ_VEC2)
         elif n < 0:  # never true, but the compiler cannot know: dQ's matmul stays, nothing is added (section 9)
             _dq_add(dq_ptr, dq, q0, WHICH * (HEAD_DIM // 2), HEAD_DIM, DQ_VEC2)
@@ -835,7 +998,8 @@ def _bwd_consumer(q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_sm
 @gluon.jit
 def attention_bwd_ws(q_desc, k_desc, v_desc, do_desc, dq_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr, sm_scale,
                      qk_scale, n, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, DQ_EARLY: gl.constexpr, DQ_VEC2: gl.constexpr,
-                     CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, DQ_ADD: gl.constexpr = True):
+                     CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, DQ_ADD: gl.constexpr = True,
+                     DQ: gl.constexpr = True):
     BLOCK_M: gl.constexpr = q_desc.block_type.shape[1]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[1]
     dtype: gl.constexpr = q_desc.dtype
@@ -864,10 +1028,10 @@ def attention_bwd_ws(q_desc, k_desc, v_desc, do_desc, dq_ptr, dk_ptr, dv_ptr, ls
     gl.warp_specialize([
         (_bwd_consumer, (q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
                          qdo_empty, ds_smem, ds_full, dq_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr, sm_scale, qk_scale,
-                         n, bh, k0, lo, steps, 0, CAUSAL, DQ_EARLY, DQ_VEC2, DQ_ADD)),
+                         n, bh, k0, lo, steps, 0, CAUSAL, DQ_EARLY, DQ_VEC2, DQ_ADD, DQ)),
         (_bwd_consumer, (q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
                          qdo_empty, ds_smem, ds_full, dq_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr, sm_scale, qk_scale,
-                         n, bh, k0, lo, steps, 1, CAUSAL, DQ_EARLY, DQ_VEC2, DQ_ADD)),
+                         n, bh, k0, lo, steps, 1, CAUSAL, DQ_EARLY, DQ_VEC2, DQ_ADD, DQ)),
         (_bwd_loader, (q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
                        qdo_empty, bh, k0, lo, steps)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
@@ -880,13 +1044,16 @@ BWD_VERSIONS = {
     "3. + a third stage": dict(version="ws", num_stages=3),
     "4. two stages, dQ's matmul under dK's and dV's": dict(version="ws", dq_early=True),
     "5. + dQ added two floats per instruction": dict(version="ws", dq_early=True, dq_vec2=True),
+    "6. version 2 without dQ; dQ in a kernel of its own": dict(version="ws", dq_kernel=True),
+    "7. + dQ's kernel warp-specialized": dict(version="ws", dq_kernel=True, dq_ws=True),
 }
 """The backward's steps (section 8), each one change to one before it."""
 
 
 def attention_backward_gluon(q, k, v, o, lse, do, causal: bool = False, *, version: str = "ws", num_stages: int = 2,
                              dq_early: bool = False, dq_vec2: bool = False, consumer_regs: int = 240,
-                             loader_regs: int = 24, dq_add: bool = True,
+                             loader_regs: int = 24, dq_add: bool = True, dq_kernel: bool = False, dq_ws: bool = False,
+                             dq_block_n: int = 128, dq_stages: int = 2,
                              kernels: list | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """dQ, dK, dV (B, H, N, d), each like q, of softmax(Q K^T / sqrt(d)) V for the output gradient ``do``.
     q, k, v, o, do: (B, H, N, d) contiguous CUDA tensors of one dtype (bf16 or fp16), d 64 or 128, any N >= 1;
@@ -895,7 +1062,12 @@ def attention_backward_gluon(q, k, v, o, lse, do, causal: bool = False, *, versi
     or 3: 160 or 192 KiB of shared memory at d = 128); dq_early ("ws" only): dQ's matmul issued before dV's
     and dK's are waited for; dq_vec2 ("ws" only): dQ added two floats per reduction instruction
     (``red.global.add.v2.f32``); dq_add False ("ws" only, section 9's measurement, dQ then wrong): dQ's
-    matmul runs and nothing is added to the buffer. Δ = rowsum(O dO) comes from the backward topic's
+    matmul runs and nothing is added to the buffer; dq_kernel ("ws" only): dK and dV without dQ, then dQ by
+    :func:`attention_bwd_dq` (128 queries a program, 8 warps), no atomics; dq_ws: by
+    :func:`attention_bwd_dq_ws` instead (a loading warp, two consumer warpgroups of 64 queries), its keys in
+    blocks of dq_block_n (64 or 128) through a ring of dq_stages (2 at 128 keys: 197 KiB of shared memory
+    at d = 128; a sweep on an H100, 27 November 2026, found 64 keys x 3 or 4 stages and 3 dK/dV stages
+    within the pairs' spread of the defaults). Δ = rowsum(O dO) comes from the backward topic's
     kernel; dQ is summed in an fp32 buffer of whole 64-row blocks, then scaled and cast. The compiled
     kernel is appended to ``kernels`` if given. Raises ValueError on bad inputs."""
     if len({t.shape for t in (q, k, v, o, do)}) > 1 or q.dim() != 4 or len({t.dtype for t in (q, k, v, o, do)}) > 1:
@@ -912,13 +1084,33 @@ def attention_backward_gluon(q, k, v, o, lse, do, causal: bool = False, *, versi
     BLOCK_M, BLOCK_N = 64, 128
     delta = torch.empty((B, H, N), device=q.device, dtype=torch.float32)
     backward.attention_bwd_delta[(triton.cdiv(N, 64), B * H)](o, do, delta, N, HEAD_DIM=d, BLOCK_M=64)
-    dq_acc = torch.zeros((B * H, triton.cdiv(N, BLOCK_M) * BLOCK_M, d), device=q.device, dtype=torch.float32)
+    dq_acc = None if dq_kernel and version == "ws" else \
+        torch.zeros((B * H, triton.cdiv(N, BLOCK_M) * BLOCK_M, d), device=q.device, dtype=torch.float32)
     dk, dv = torch.empty_like(k), torch.empty_like(v)
     q3, k3, v3, do3 = (t.view(B * H, N, d) for t in (q, k, v, do))
     sm_scale = 1 / math.sqrt(d)
     args = (_descriptor(q3, BLOCK_M), _descriptor(k3, BLOCK_N), _descriptor(v3, BLOCK_N), _descriptor(do3, BLOCK_M),
             dq_acc, dk, dv, lse, delta, sm_scale, sm_scale * math.log2(math.e), N)
     grid = (triton.cdiv(N, BLOCK_N), B * H)
+    if dq_kernel and version == "ws":
+        dq = torch.empty_like(q)
+        kernel = attention_bwd_ws[grid](*args[:4], dq, *args[5:], CAUSAL=causal, NUM_STAGES=num_stages, DQ_EARLY=False,
+                                        DQ_VEC2=False, CONSUMER_REGS=consumer_regs, DQ=False, LOADER_REGS=loader_regs,
+                                        num_warps=4, maxnreg=(2 * consumer_regs + loader_regs) // 3 // 8 * 8)
+        DQ_M = 128
+        if dq_ws:  # a loading warp and two consumer warpgroups of 64 queries, blocks of 128 keys
+            dq_kern = attention_bwd_dq_ws[(triton.cdiv(N, DQ_M), B * H)](
+                _descriptor(q3, DQ_M // 2), _descriptor(k3, dq_block_n), _descriptor(v3, dq_block_n), _descriptor(do3, DQ_M // 2),
+                dq, lse, delta, sm_scale, sm_scale * math.log2(math.e), N, CAUSAL=causal, NUM_STAGES=dq_stages,
+                CONSUMER_REGS=consumer_regs, LOADER_REGS=loader_regs, num_warps=4,
+                maxnreg=(2 * consumer_regs + loader_regs) // 3 // 8 * 8)
+        else:
+            dq_kern = attention_bwd_dq[(triton.cdiv(N, DQ_M), B * H)](
+                _descriptor(q3, DQ_M), _descriptor(k3, 64), _descriptor(v3, 64), _descriptor(do3, DQ_M), dq, lse, delta,
+                sm_scale, sm_scale * math.log2(math.e), N, CAUSAL=causal, NUM_STAGES=2, num_warps=8)
+        if kernels is not None:
+            kernels += [kernel, dq_kern]
+        return dq, dk, dv
     if version == "gluon":
         kernel = attention_bwd_gluon[grid](*args, CAUSAL=causal, NUM_STAGES=num_stages, num_warps=8)
     else:  # 12 warps in all, as the forward's: the budgets must fit 3 x 128 x maxnreg
@@ -1053,13 +1245,13 @@ if GPU:
     for pass_, name, launch in launches:
         kernels = []
         launch(kernels)
-        kn = kernels[0]
-        ptx = kn.asm["ptx"]
-        compiled_rows.append({"pass": pass_, "step": name, "registers": kn.n_regs, "spills": kn.n_spills,
-                              "shared KiB": kn.metadata.shared / 1024,
-                              "setmaxnreg": ", ".join(f"{op} {r}" for op, r in sorted(set(
-                                  re.findall(r"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32\s+(\d+)", ptx)))) or "—",
-                              "wgmma": ptx.count("wgmma.mma_async")})
+        for kn in kernels:  # versions 6 and 7 launch two kernels: dK and dV's, then dQ's
+            ptx = kn.asm["ptx"]
+            compiled_rows.append({"pass": pass_, "step": name if kn is kernels[0] else f"{name.split('.')[0]}. its dQ kernel",
+                                  "registers": kn.n_regs, "spills": kn.n_spills, "shared KiB": kn.metadata.shared / 1024,
+                                  "setmaxnreg": ", ".join(f"{op} {r}" for op, r in sorted(set(
+                                      re.findall(r"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32\s+(\d+)", ptx)))) or "—",
+                                  "wgmma": ptx.count("wgmma.mma_async")})
     save_data("compiled.csv", compiled_rows)
     display(table(compiled_rows, formats={"shared KiB": ".0f"},
                   caption="d = 128, bf16, not causal; spills: 4-byte values per thread in local memory"))
@@ -1088,8 +1280,9 @@ if GPU:
 
 # %% tags=["hide-input"] summary="The backward with and without dQ's additions, paired with cuDNN's"
 ablation_rows = []
-if GPU:
-    ws_bwd = final_bwd if final_bwd.get("version") == "ws" else BWD_VERSIONS["2. + loading warp, two consumer warpgroups"]
+if GPU:  # the fastest version that adds dQ by atomics
+    atomics = [name for name, cfg in BWD_VERSIONS.items() if cfg["version"] == "ws" and not cfg.get("dq_kernel")]
+    ws_bwd = BWD_VERSIONS[max(atomics, key=lambda name: bwd_pairs[8192, False, name].ratio)]
     cudnn_bwd = backward_only(cudnn, q, k, v, do, False)
     for what, cfg in (("as it is", ws_bwd), ("dQ's matmul, nothing added", {**ws_bwd, "dq_add": False})):
         p = paired_ratio(cudnn_bwd, lambda cfg=cfg: attention_backward_gluon(q, k, v, o, lse, do, False, **cfg), rounds=5)
@@ -1100,6 +1293,38 @@ if GPU:
     display(table(ablation_rows, formats={"ms": ".2f", "cuDNN ms": ".2f", "TFLOP/s": ".0f", "× cuDNN": ".3f"},
                   caption=f"bf16, B={b} H={H} N={n} d={D}, not causal; × cuDNN: cuDNN's backward time / this one's, "
                           "median of 5 pairs; the second row's dQ is wrong by design"))
+
+# %% [markdown]
+# **Two kernels, seven matmuls.** Each kernel of the final backward and of cuDNN's, timed by torch's
+# profiler over 5 calls, with the matmuls each runs per block (cuDNN's one kernel runs the five of
+# FlashAttention's algorithm; its small kernels compute $\Delta$ and cast $dQ$).
+
+# %% tags=["hide-input"] summary="Each kernel's time (torch.profiler), per matmul"
+kernel_rows = []
+if GPU:
+    def kernel_ms(fn, calls: int = 5) -> dict[str, float]:
+        """Mean GPU time per call of each kernel ``fn`` launches, in ms, from torch's profiler."""
+        fn()
+        torch.cuda.synchronize()
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            for _ in range(calls):
+                fn()
+            torch.cuda.synchronize()
+        return {e.key: e.self_device_time_total / calls / 1e3 for e in prof.key_averages()
+                if e.self_device_time_total / calls >= 10}  # µs; launches and memsets drop out
+
+    matmuls = {"attention_bwd_ws": 4 if final_bwd.get("dq_kernel") else 5, "attention_bwd_gluon": 5,
+               "attention_bwd_dq": 3, "attention_bwd_dq_ws": 3}
+    for who, fn in ((f"Gluon, version {final_bwd_name.split('.')[0]}",
+                     lambda: attention_backward_gluon(q, k, v, o, lse, do, False, **final_bwd)), ("cuDNN", cudnn_bwd)):
+        for name, ms in sorted(kernel_ms(fn).items(), key=lambda kv: -kv[1]):
+            mm = matmuls.get(name, 5 if "bprop" in name else 0)
+            kernel_rows.append({"backward": who, "kernel": name if len(name) < 40 else name[:38] + "…", "ms": ms,
+                                "matmuls": mm or "—", "ms per matmul": ms / mm if mm else "—"})
+    save_data("kernels.csv", kernel_rows)
+    display(table(kernel_rows, formats={"ms": ".2f", "ms per matmul": ".2f"},
+                  caption=f"bf16, B={b} H={H} N={n} d={D}, not causal; mean of 5 calls; matmuls per block of keys "
+                          "or queries"))
 
 # %% [markdown]
 # **Reading it.** Both forwards and both backwards run at the 700 W cap, so the clock is what power
@@ -1116,8 +1341,10 @@ if GPU:
 # not add to the same rows at once, gained 0-3, within the pairs' spread. The cure is fewer bytes:
 # TMA's bulk reduction adds a whole tile in L2 (section 10), a pair of programs in a cluster could sum
 # their tiles in shared memory first and add once, or a second kernel could compute $dQ$ over the keys
-# with no additions at all, at the price of recomputing $S$ and $dP$ (the backward topic's two-kernel
-# layout).
+# with no additions at all, at the price of recomputing $S$ and $dP$. Versions 6 and 7 take the last
+# way, the only one Gluon 3.6 can say. The kernel table prices it: each kernel now runs its matmuls
+# at about cuDNN's rate per matmul or better, and what is left is the two matmuls more, seven against
+# five. Closing that needs one pass again, with $dQ$ summed in fewer bytes.
 #
 # **What Blackwell would change.** On sm_100, `tcgen05.mma` is issued by one thread and accumulates
 # in **tensor memory** (TMEM, 256 KiB per SM beside the registers), not in the issuing warps'
@@ -1189,8 +1416,11 @@ if GPU:
            f"{bgl['flop_per_clk_sm'] / bcu['flop_per_clk_sm']:.3f}.\n" if bgl and bcu else "")
         + f"- **dQ:** Gluon's TMA module in Triton {triton.__version__} "
         + ("has" if hasattr(tma, "async_atomic_add") else "has no")
-        + " bulk reduction (section 10), so $dQ$ is added by pointer atomics, 32 per consumer thread per block"
-        + (f"; without the additions the same backward runs at {ablation_rows[1]['× cuDNN']:.3f}× cuDNN against "
-           f"{ablation_rows[0]['× cuDNN']:.3f}× with them (section 9)." if len(ablation_rows) == 2 else ".")))
+        + " bulk reduction (section 10), so versions 1-5 add $dQ$ by pointer atomics"
+        + (f"; without the additions the fastest of them runs at {ablation_rows[1]['× cuDNN']:.3f}× cuDNN against "
+           f"{ablation_rows[0]['× cuDNN']:.3f}× with them (section 9)" if len(ablation_rows) == 2 else "")
+        + ". Per kernel (section 9): " + "; ".join(
+            f"{r['backward']} {r['kernel']} {r['ms']:.2f} ms" + (f" for {r['matmuls']} matmuls" if r["matmuls"] != "—" else "")
+            for r in kernel_rows) + "."))
 else:
     display(prose("CPU mode: the Gluon kernels were defined, not run; nothing was checked or timed."))
