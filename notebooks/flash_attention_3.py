@@ -31,9 +31,8 @@
 #   the first to the others (`setmaxnreg`);
 # - **ping-pong** of the two consumers, and **overlap inside a warpgroup** of the softmax with the
 #   matmuls;
-# - the **backward** in one pass over the queries per block of keys: two consumer warpgroups that share
-#   $dS$ through shared memory, and $dQ$ added by atomics (Gluon 3.6 has no TMA bulk reduction) or
-#   computed by a second kernel that repeats two matmuls and adds nothing;
+# - the **backward**: one pass per block of keys with $dQ$ added by atomics (Gluon 3.6 has no TMA bulk
+#   reduction), then $dQ$ in a kernel of its own that repeats two matmuls;
 # - where each pass stops against cuDNN, in registers, clock and work per clock.
 
 # %% tags=["hide-input", "fa3"] summary="Imports and settings; the forward topic's reference and FLOP count"
@@ -609,12 +608,12 @@ if GPU:
 #   pass runs five. Version 6's $dQ$ kernel is plain (8 warps); version 7's is specialized as the
 #   forward is, a loading warp and two consumer warpgroups of 64 queries.
 #
-# Two register lessons from compiling it for sm_90 with the device's Triton 3.6 (`ptxas -v`): a vector
-# indexed by *query* is a column of the transposed accumulator, 16 values per thread, so loading the
-# log-sum-exp and $\Delta$ straight into that layout costs 16 addresses each; they are loaded one per
-# thread and moved (`_row_vector`), which took the consumers from 696 bytes of spills a thread to 76
-# (not to zero: section 9). And the atomics' buffer is padded to whole blocks of 64 rows, so they need
-# no mask.
+# ??? note "Two register lessons from `ptxas -v` (sm_90, the device's Triton 3.6)"
+#     A vector indexed by *query* is a column of the transposed accumulator, 16 values per thread, so
+#     loading the log-sum-exp and $\Delta$ straight into that layout costs 16 addresses each; they are
+#     loaded one per thread and moved (`_row_vector`), which took the consumers from 696 bytes of spills
+#     a thread to 76 (not to zero: section 9). And the atomics' buffer is padded to whole blocks of 64
+#     rows, so they need no mask.
 
 # %% tags=["fa3"]
 @gluon.jit
@@ -1383,7 +1382,7 @@ display(table([{"Triton": triton.__version__, "Gluon TMA operations": ", ".join(
 
 # %% [markdown]
 # ## 11. What we measured
-# %% tags=["hide-input"] summary="The numbers of this run"
+# %% tags=["hide-cell"] summary="The numbers of this run in one list: forward, steps, peers, clock, backward, dQ"
 if GPU:
     def steps(mask: str, rows: list = step_rows) -> str:
         return " → ".join(f"{r['step'].split('. ', 1)[-1]} {r['TFLOP/s']:.0f}" for r in rows
