@@ -222,6 +222,31 @@ def test_errors_are_shown_without_terminal_colours(tmp_path):
     assert "\x1b" not in md and files == {}
 
 
+def test_installed_modules_paths_are_cut_to_the_module_on_the_page(tmp_path):
+    """A warning printed from inside torch names the environment's folder on the GPU machine (here a
+    user's home); the page keeps the module's own path, and the text around it, in stdout, stderr,
+    a result's text and a traceback."""
+    home = "/home/ada/.venvs/gpu/lib/python3.12/site-packages"
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("prof.step()", outputs=[
+            nbformat.v4.new_output("stream", name="stderr",
+                                   text=f"{home}/torch/profiler/profiler.py:224: UserWarning: Profiler clears events\n"),
+            nbformat.v4.new_output("stream", name="stdout", text="C:\\Users\\ada\\env\\Lib\\site-packages\\triton\\a.py ok\n"),
+            nbformat.v4.new_output("execute_result", data={"text/plain": f"'{home}/numpy/x.py'"}, execution_count=1),
+            nbformat.v4.new_output("error", ename="ValueError", evalue="bad",
+                                   traceback=[f'File "{home}/triton/compiler/compiler.py", line 3, in compile']),
+        ]),
+        nbformat.v4.new_code_cell("print('a site-packages folder')", outputs=[
+            nbformat.v4.new_output("stream", name="stdout", text="a site-packages folder, vendor/site-packages/x.py\n")]),
+    ])
+    body, _ = notebook_markdown(nb, str(tmp_path))
+    assert "ada" not in body and "/home" not in body, body
+    for shown in ("torch/profiler/profiler.py:224: UserWarning: Profiler clears events", "triton\\a.py ok",
+                  "'numpy/x.py'", 'File "triton/compiler/compiler.py", line 3, in compile',
+                  "a site-packages folder, vendor/site-packages/x.py"):
+        assert shown in body, (shown, body)
+
+
 def test_trim_output_and_fence():
     assert trim_output("a\nb\n") == "a\nb"
     text = "\n".join(str(i) for i in range(1000))

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 
 from worklog_gen.kit.markdown import details, fence
@@ -265,13 +266,28 @@ def trim_output(text: str, max_lines: int = MAX_OUTPUT_LINES, max_chars: int = M
     return out
 
 
+_INSTALLED = re.compile(r"(?<![^\s\"'(\[=])(?:[A-Za-z]:)?[/\\][^\s\"'<>|]*?[/\\](?:site|dist)-packages[/\\]")
+"""An absolute path up to and including an environment's ``site-packages`` (or Debian's
+``dist-packages``) folder, POSIX or Windows, starting where a path may start (the text's start, a
+space, a quote, a bracket or ``=``): a relative path is left whole."""
+
+
+def short_paths(text: str) -> str:
+    """``text`` with every installed module's path cut to the module's own (``.../site-packages/torch/x.py``
+    becomes ``torch/x.py``), as in the warnings and tracebacks a notebook prints: the folder an
+    environment sits in belongs to the machine that ran it, not to the page (it may name a user's home)."""
+    return _INSTALLED.sub("", text)
+
+
 def _trim_outputs(nb) -> None:
     for cell in nb.cells:
         for output in cell.get("outputs", []):
             if output.get("output_type") == "stream":
-                output["text"] = trim_output(output["text"])
+                output["text"] = trim_output(short_paths(output["text"]))
             elif "text/plain" in output.get("data", {}):
-                output["data"]["text/plain"] = trim_output(output["data"]["text/plain"])
+                output["data"]["text/plain"] = trim_output(short_paths(output["data"]["text/plain"]))
+            elif output.get("output_type") == "error":
+                output["traceback"] = [short_paths(line) for line in output.get("traceback", [])]
 
 
 def notebook_markdown(nb, files_dir: str) -> tuple[str, dict[str, bytes]]:
