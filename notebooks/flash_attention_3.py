@@ -1326,11 +1326,11 @@ if GPU:
                           "or queries"))
 
 # %% [markdown]
-# **Reading it.** Both forwards and both backwards run at the 700 W cap, so the clock is what power
-# leaves over. The Gluon backward is given a *higher* clock than cuDNN's and still does less: its
-# tensor cores wait, and an idle tensor core draws less power. Work per clock is the counter that
-# separates the two. What they wait for is not the atomics' issue slots (version 5 issues half as many
-# and takes the same time, section 8) but what the atomics carry: each program adds a 64 × 128 fp32
+# **Reading it.** Both forwards and both backwards run at the power cap, so the clock is what power
+# leaves over. The Gluon backward is given a *higher* clock than cuDNN's and still does less counted
+# work per clock (five matmuls per block, the FLOPs counted). With atomics (versions 1-5) its tensor
+# cores wait, and an idle tensor core draws less power. What they wait for is not the atomics' issue
+# slots (version 5 issues half as many and takes the same time, section 8) but what the atomics carry: each program adds a 64 × 128 fp32
 # tile for every block of queries, 4 MiB for its 128 keys at N = 8192, 16 GiB for the whole backward
 # at B·H = 64, every byte a read-modify-write in L2. Without the additions the same kernel runs past
 # cuDNN (the table above): the matmuls, the softmax and the $dS$ hand-off are not what is slow. Two
@@ -1342,8 +1342,9 @@ if GPU:
 # their tiles in shared memory first and add once, or a second kernel could compute $dQ$ over the keys
 # with no additions at all, at the price of recomputing $S$ and $dP$. Versions 6 and 7 take the last
 # way, the only one Gluon 3.6 can say. The kernel table prices it: each kernel now runs its matmuls
-# at about cuDNN's rate per matmul or better, and what is left is the two matmuls more, seven against
-# five. Closing that needs one pass again, with $dQ$ summed in fewer bytes.
+# at about cuDNN's rate per matmul or better, so version 7's tensor cores do more real work per clock
+# than cuDNN's, and what is left is the count, seven matmuls against five. Closing that needs one pass
+# again, with $dQ$ summed in fewer bytes.
 #
 # **What Blackwell would change.** On sm_100, `tcgen05.mma` is issued by one thread and accumulates
 # in **tensor memory** (TMEM, 256 KiB per SM beside the registers), not in the issuing warps'
