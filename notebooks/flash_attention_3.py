@@ -1330,8 +1330,8 @@ if GPU:
 # leaves over. The Gluon backward is given a *higher* clock than cuDNN's and still does less counted
 # work per clock (five matmuls per block, the FLOPs counted). With atomics (versions 1-5) its tensor
 # cores wait, and an idle tensor core draws less power. What they wait for is not the atomics' issue
-# slots (version 5 issues half as many and takes the same time, section 8) but what the atomics carry: each program adds a 64 × 128 fp32
-# tile for every block of queries, 4 MiB for its 128 keys at N = 8192, 16 GiB for the whole backward
+# slots (version 5 issues half as many and takes the same time, section 8) but what the atomics
+# carry: each program adds a 64 × 128 fp32 tile for every block of queries, 4 MiB for its 128 keys at N = 8192, 16 GiB for the whole backward
 # at B·H = 64, every byte a read-modify-write in L2. Without the additions the same kernel runs past
 # cuDNN (the table above): the matmuls, the softmax and the $dS$ hand-off are not what is slow. Two
 # measurements outside this page (27 November 2026, an H100, the same pairs) ruled out the other
