@@ -33,6 +33,9 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon._runtime import GluonASTSource
 from worklog_gen.kit.cells import import_cells
 
+# No interpreter and no GPU: the forward topic's cells, imported by this one, ask the card what it is
+# (Hopper or older, for its TMA versions); the answer is the card these kernels are compiled for.
+torch.cuda.get_device_capability = lambda device=None: (9, 0)
 nb = import_cells("flash_attention_3.py", tag="fa3")
 
 
