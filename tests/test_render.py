@@ -234,7 +234,8 @@ def test_installed_modules_paths_are_cut_to_the_module_on_the_page(tmp_path):
             nbformat.v4.new_output("stream", name="stdout", text="C:\\Users\\ada\\env\\Lib\\site-packages\\triton\\a.py ok\n"),
             nbformat.v4.new_output("execute_result", data={"text/plain": f"'{home}/numpy/x.py'"}, execution_count=1),
             nbformat.v4.new_output("error", ename="ValueError", evalue="bad",
-                                   traceback=[f'File "{home}/triton/compiler/compiler.py", line 3, in compile']),
+                                   traceback=[f'File "{home}/triton/compiler/compiler.py", line 3, in compile',
+                                              f"\x1b[0;32m{home}/torch/nn/x.py\x1b[0m:7"]),
         ]),
         nbformat.v4.new_code_cell("print('a site-packages folder')", outputs=[
             nbformat.v4.new_output("stream", name="stdout", text="a site-packages folder, vendor/site-packages/x.py\n")]),
@@ -243,7 +244,7 @@ def test_installed_modules_paths_are_cut_to_the_module_on_the_page(tmp_path):
     assert "ada" not in body and "/home" not in body, body
     for shown in ("torch/profiler/profiler.py:224: UserWarning: Profiler clears events", "triton\\a.py ok",
                   "'numpy/x.py'", 'File "triton/compiler/compiler.py", line 3, in compile',
-                  "a site-packages folder, vendor/site-packages/x.py"):
+                  "a site-packages folder, vendor/site-packages/x.py", "torch/nn/x.py:7"):
         assert shown in body, (shown, body)
 
 

@@ -286,8 +286,9 @@ def _trim_outputs(nb) -> None:
                 output["text"] = trim_output(short_paths(output["text"]))
             elif "text/plain" in output.get("data", {}):
                 output["data"]["text/plain"] = trim_output(short_paths(output["data"]["text/plain"]))
-            elif output.get("output_type") == "error":
-                output["traceback"] = [short_paths(line) for line in output.get("traceback", [])]
+            elif output.get("output_type") == "error":  # IPython colours a traceback's paths: plain text first
+                from nbconvert.filters import strip_ansi
+                output["traceback"] = [short_paths(strip_ansi(line)) for line in output.get("traceback", [])]
 
 
 def notebook_markdown(nb, files_dir: str) -> tuple[str, dict[str, bytes]]:
