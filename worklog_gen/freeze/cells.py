@@ -279,7 +279,9 @@ def short_paths(text: str) -> str:
     return _INSTALLED.sub("", text)
 
 
-def _trim_outputs(nb) -> None:
+def _tidy_outputs(nb) -> None:
+    """Each text output of ``nb`` as a page shows it: installed modules' paths cut
+    (:func:`short_paths`), then very long text shortened (:func:`trim_output`)."""
     for cell in nb.cells:
         for output in cell.get("outputs", []):
             if output.get("output_type") == "stream":
@@ -304,7 +306,7 @@ def notebook_markdown(nb, files_dir: str) -> tuple[str, dict[str, bytes]]:
 
     nb = copy.deepcopy(nb)
     CoalesceStreamsPreprocessor().preprocess(nb, {})  # one block for a cell's run of prints, as Jupyter shows it
-    _trim_outputs(nb)
+    _tidy_outputs(nb)
     _label_figures(nb)
     charts = _extract_charts(nb, files_dir)
     exporter = MarkdownExporter(
