@@ -474,7 +474,15 @@ if GPU:
 #    complete. Three times: on the default group, on one whose NCCL stream has **high priority**,
 #    and on one that also caps NCCL at **16 thread blocks** (`maxCTAs`); torch's
 #    `DistributedDataParallel` is the reference;
-# 3. **ZeRO-1** (Rajbhandari et al., 2020): the gradients reduce-scattered, each rank keeps and
+# 3. **buckets by copy engines**: NCCL's kernels run on SMs the backward's matmuls want. Here the
+#    gradients live in symmetric memory instead, and each bucket is averaged by *pulls*: each rank
+#    copies its chunk of the bucket from every peer (`cudaMemcpyAsync` from the peer's mapped
+#    memory, which the GPU's copy engines carry over NVLink, no SM), averages it (one short
+#    elementwise kernel), and pulls the peers' averaged chunks back; two stream-ordered barriers a
+#    bucket keep the ranks in step. The reduce-scatter then all-gather of a ring all-reduce, with
+#    the bytes moved by DMA (torch's own `_low_contention_reduce_scatter` and
+#    `_low_contention_all_gather` pull from symmetric memory the same way);
+# 4. **ZeRO-1** (Rajbhandari et al., 2020): the gradients reduce-scattered, each rank keeps and
 #    updates AdamW's moments for its $1/n$ shard, then the parameters are all-gathered.
 #
 # Each is checked against one process on the whole batch (three fp32 steps: the parameters, and
@@ -487,6 +495,7 @@ if GPU:
 
 # %%
 display(python_source(cw.adamw_))
+display(python_source(cw.PeerBuffer.all_reduce_mean))
 
 # %% tags=["hide-input", "hide-output"] summary="Run the workers: the check against one process (table), and on the GPUs the step times"
 if GPU:
@@ -526,13 +535,13 @@ if GPU:
                   caption=f"{dp['params'] / 1e6:.0f} M parameters, {dp['local_batch']} rows of width {dp['width']} per GPU, "
                           f"bf16 autocast, medians of {WORLD} GPUs' rank 0; phases in ms on the compute stream; "
                           "efficiency = one GPU's step time / this step time (weak scaling)"))
-    overlapped = min([*cw.OVERLAP_VARIANTS, "ddp"], key=lambda v: rows[v]["ms"])
+    overlapped = min([*cw.OVERLAP_VARIANTS, cw.COPY_ENGINES, "ddp"], key=lambda v: rows[v]["ms"])
     best = rows[overlapped]
     hideable = min(after["comm_ms"], after["backward_ms"])
     hidden = after["ms"] - best["ms"]
     headline("dp_overlap_speedup", after["ms"] / best["ms"], "x",
              f"step time with one all-reduce after backward / with the all-reduce in buckets overlapped with backward "
-             f"(the fastest of {len(cw.OVERLAP_VARIANTS)} ways by hand and DDP: {overlapped}), {WORLD} GPUs",
+             f"(the fastest of {len(cw.OVERLAP_VARIANTS) + 1} ways by hand and DDP: {overlapped}), {WORLD} GPUs",
              label="Overlapping the gradient all-reduce with backward", goal=1.15,
              baseline="one all-reduce after backward")
     headline("dp_comm_hidden", hidden / hideable, "fraction",
@@ -559,7 +568,7 @@ if GPU:
         f"{best['ms']:.1f} ms: {after['ms'] / best['ms']:.2f}× faster, hiding {hidden:.2f} of the {hideable:.2f} ms "
         f"that could hide ({hidden / hideable:.0%}); its backward takes {best['backward_ms']:.1f} ms against "
         f"{after['backward_ms']:.1f} with nothing beside it. "
-        + " ".join(f"{v}: {rows[v]['ms']:.2f} ms." for v in [*cw.OVERLAP_VARIANTS, "ddp"])
+        + " ".join(f"{v}: {rows[v]['ms']:.2f} ms." for v in [*cw.OVERLAP_VARIANTS, cw.COPY_ENGINES, "ddp"])
         + f" ZeRO-1 keeps {rows['zero1']['optimizer_state_bytes'] / 1e9:.2f} GB of optimizer state per GPU instead of "
         f"{after['optimizer_state_bytes'] / 1e9:.2f} and, without any overlap, takes {rows['zero1']['ms']:.1f} ms a step: "
         f"each rank updates only 1/{WORLD} of the parameters, so AdamW takes {rows['zero1']['optimizer_ms']:.1f} ms "
@@ -570,11 +579,13 @@ else:
 
 # %% [markdown]
 # **Where the overlap loses time.** A traced step of each way shows how much longer the compute
-# kernels took than on one GPU: what NCCL took from the backward by sharing its SMs and memory
-# bandwidth. (An NCCL kernel's span also holds its wait for the other ranks, which one traced step
-# on one rank cannot tell apart from its work.)
+# kernels took than on one GPU: what the communication took from the backward by sharing its SMs
+# and memory bandwidth. NCCL's kernels hold SMs for as long as they run; the copy engines' pulls
+# hold none, and leave the averaging kernels and the barriers (a one-block kernel each). (A
+# communication span also holds its wait for the other ranks, which one traced step on one rank
+# cannot tell apart from its work.)
 
-# %% tags=["hide-input", "hide-output"] summary="The traced step of each way: NCCL beside compute (table), and a timeline of two"
+# %% tags=["hide-input", "hide-output"] summary="The traced step of each way: communication beside compute (table), and a timeline of three"
 if GPU:
     import altair as alt
 
@@ -584,42 +595,60 @@ if GPU:
     for name, ks in timelines.items():
         o = cw.overlap_summary(ks)
         summary.append({"variant": name, "step_ms": o["step"] / 1e3, "compute_ms": o["compute"] / 1e3,
-                        "matmul_ms": o["busy"].get("matmul", 0) / 1e3, "nccl_ms": o["nccl"] / 1e3,
+                        "matmul_ms": o["busy"].get("matmul", 0) / 1e3, "comm_ms": o["comm"] / 1e3,
                         "overlapped_ms": o["overlapped"] / 1e3, "exposed_ms": o["exposed"] / 1e3,
                         "idle_ms": o["idle"] / 1e3})
     save_data("dp_overlap.csv", summary)
     display(table(summary, {"variant": "variant", "step_ms": "step", "compute_ms": "compute kernels",
-                            "matmul_ms": "of which matmuls", "nccl_ms": "NCCL kernels",
-                            "overlapped_ms": "NCCL beside compute", "exposed_ms": "NCCL alone", "idle_ms": "GPU idle"},
-                  formats={k: ".2f" for k in ("step_ms", "compute_ms", "matmul_ms", "nccl_ms", "overlapped_ms",
+                            "matmul_ms": "of which matmuls", "comm_ms": "communication",
+                            "overlapped_ms": "communication beside compute", "exposed_ms": "communication alone",
+                            "idle_ms": "GPU idle"},
+                  formats={k: ".2f" for k in ("step_ms", "compute_ms", "matmul_ms", "comm_ms", "overlapped_ms",
                                               "exposed_ms", "idle_ms")},
-                  caption="One traced step on rank 0, ms: each column the length of the union of its kernels' spans"))
+                  caption="One traced step on rank 0, ms: each column the length of the union of its spans; "
+                          "communication is NCCL's kernels, the copy engines' pulls and the barriers' kernels"))
     by_name = {r["variant"]: r for r in summary}
-    shown = [v for v in ("allreduce", overlapped) if v in timelines]
-    lanes = [f"{v}: {lane}" for v in shown for lane in ("compute", "NCCL")]
-    spans = [{"lane": f"{v}: {'NCCL' if k['kind'] == 'NCCL' else 'compute'}", "kind": k["kind"],
+    nccl_best = min(cw.OVERLAP_VARIANTS, key=lambda v: rows[v]["ms"])
+    shown = [v for v in ("allreduce", nccl_best, cw.COPY_ENGINES) if v in timelines]
+    lanes = [f"{v}: {lane}" for v in shown for lane in ("compute", "communication")]
+    spans = [{"lane": f"{v}: {'communication' if k['kind'] in cw.COMM_KINDS else 'compute'}", "kind": k["kind"],
               "start_ms": k["start_us"] / 1e3, "end_ms": k["end_us"] / 1e3, "kernel": k["name"]}
              for v in shown for k in timelines[v]]
     chart = alt.Chart(alt.Data(values=spans)).mark_bar().encode(
         x=alt.X("start_ms:Q", title="ms from the step's first kernel"), x2="end_ms:Q",
         y=alt.Y("lane:N", title=None, sort=lanes),
-        color=alt.Color("kind:N", scale=alt.Scale(domain=["matmul", "other", "optimizer", "NCCL"]),
-                        legend=alt.Legend(title="kernel")),
+        color=alt.Color("kind:N", scale=alt.Scale(domain=["matmul", "other", "optimizer", *cw.COMM_KINDS]),
+                        legend=alt.Legend(title="kernel or copy")),
         tooltip=["kernel:N", "kind:N", alt.Tooltip("start_ms:Q", format=".3f"), alt.Tooltip("end_ms:Q", format=".3f")],
     ).properties(width=520, title=f"One data-parallel step on rank 0 of {WORLD} × {sweep['device']}")
     display(chart)
-    one, ov = by_name.get("single"), by_name.get(overlapped)
-    if one and ov:
-        display(prose(
-            f"In the traced step of {overlapped}, NCCL's kernels ran {ov['nccl_ms']:.2f} ms, {ov['overlapped_ms']:.2f} "
-            f"of them beside compute and {ov['exposed_ms']:.2f} alone. The compute kernels took {ov['compute_ms']:.2f} ms "
-            f"against {one['compute_ms']:.2f} on one GPU (matmuls {ov['matmul_ms']:.2f} against {one['matmul_ms']:.2f}): "
-            f"the {ov['compute_ms'] - one['compute_ms']:.2f} ms more is what sharing the SMs and the memory with NCCL "
-            f"cost the backward. Timed alone after backward, the all-reduce takes {after['comm_ms']:.2f} ms: beside the "
-            f"backward its kernels ran {ov['nccl_ms'] / after['comm_ms']:.1f}× as long, and "
-            f"{ov['overlapped_ms'] / ov['nccl_ms']:.0%} of their time was beside compute."))
+    one = by_name.get("single")
+    told = []
+    for v in (nccl_best, cw.COPY_ENGINES):
+        ov = by_name.get(v)
+        if one and ov:
+            told.append(
+                f"In the traced step of {v}, communication ran {ov['comm_ms']:.2f} ms, {ov['overlapped_ms']:.2f} of it "
+                f"beside compute and {ov['exposed_ms']:.2f} alone ({ov['comm_ms'] / after['comm_ms']:.1f}× the "
+                f"{after['comm_ms']:.2f} ms the all-reduce takes alone after backward). The compute kernels took "
+                f"{ov['compute_ms']:.2f} ms against {one['compute_ms']:.2f} on one GPU (matmuls {ov['matmul_ms']:.2f} "
+                f"against {one['matmul_ms']:.2f}): {ov['compute_ms'] - one['compute_ms']:.2f} ms more, what sharing "
+                f"the GPU with the communication cost the backward.")
+    if told:
+        display(prose(" ".join(told)))
 else:
     print("CPU mode: nothing traced")
+
+# %% [markdown]
+# **What the copy engines change, and what they do not.** Beside NCCL's kernels the backward's
+# matmuls run markedly longer than on one GPU (the "of which matmuls" column): NCCL holds SMs for
+# as long as it runs, and the matmuls get fewer. Beside the copy engines' pulls they run as fast as
+# alone; what the backward still loses is memory bandwidth, which the pulls and the averaging share
+# with its elementwise kernels. On 2 GPUs that makes the copy engines the fastest way to overlap. On
+# 4 each bucket needs twice as many pulls, one peer after another on one stream, so the chain of
+# pulls grows as long as the backward and its tail is left after it: the next steps are pulls from
+# every peer at once (a stream each, so several copy engines work together) and fewer, larger
+# buckets. The headlines take whichever overlapped way is fastest in the run.
 
 # %% [markdown]
 # ## 5. Beyond this machine

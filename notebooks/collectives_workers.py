@@ -14,7 +14,8 @@ The pieces:
   that load and store the peers' memory over NVLink through torch's symmetric memory
   (:func:`one_shot_kernel`, :func:`two_shot_kernel`, with the cross-GPU barrier :func:`block_barrier`);
 * data-parallel training, after llm.c, with the gradients' all-reduce after backward, overlapped
-  with it three ways, by DDP and by ZeRO-1, each step traced by torch's profiler (:func:`task_dp`).
+  with it three ways through NCCL and one by copy engines (:class:`PeerBuffer`), by DDP and by
+  ZeRO-1, each step traced by torch's profiler (:func:`task_dp`).
 
 Run ``python notebooks/collectives_workers.py --smoke`` on a machine with several GPUs: each GPU
 piece runs briefly in its own launch (with a timeout, so a hang stops only that part), and each
@@ -756,15 +757,23 @@ def batch(step: int, rows: slice, global_batch: int, width: int, dev) -> tuple[t
     return x[rows], y[rows]
 
 
-def flat_layout(model: torch.nn.Module, world: int, dev) -> tuple[torch.Tensor, torch.Tensor, list]:
+def flat_numel(model: torch.nn.Module, world: int) -> int:
+    """The length of :func:`flat_layout`'s buffers: the parameter count padded to a multiple of ``world``."""
+    total = sum(p.numel() for p in model.parameters())
+    return -(-total // world) * world
+
+
+def flat_layout(model: torch.nn.Module, world: int, dev,
+                flat_g: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, list]:
     """Make every parameter and its gradient a view into one flat float32 buffer each (as llm.c
     keeps them), the parameters in reverse order (the order backward finishes them), padded to a
-    multiple of ``world``. Returns (flat params, flat grads, [(param, start, end)])."""
+    multiple of ``world`` (:func:`flat_numel`). ``flat_g``: the gradients' buffer to use (zeroed
+    here), e.g. one the peers can read (:class:`PeerBuffer`); a new one if ``None``. Returns
+    (flat params, flat grads, [(param, start, end)])."""
     params = list(model.parameters())[::-1]
-    total = sum(p.numel() for p in params)
-    total = -(-total // world) * world
+    total = flat_numel(model, world)
     flat_p = torch.zeros(total, device=dev)
-    flat_g = torch.zeros(total, device=dev)
+    flat_g = torch.zeros(total, device=dev) if flat_g is None else flat_g.zero_()
     spans, at = [], 0
     for p in params:
         end = at + p.numel()
@@ -788,6 +797,119 @@ def adamw_(p: torch.Tensor, g: torch.Tensor, m: torch.Tensor, v: torch.Tensor, s
     p.addcdiv_(m, denom, value=-LR / (1 - b1**step))
 
 
+@triton.jit
+def average_kernel(mine_ptr, others_ptr, n, PEERS: tl.constexpr, BLOCK: tl.constexpr):
+    """``mine[i] = (mine[i] + others[0, i] + ... + others[PEERS - 1, i]) / (PEERS + 1)`` for
+    ``i < n``; float32, ``others`` contiguous ``[PEERS, n]``. One pass: reads ``(PEERS + 1) n``
+    elements and writes ``n``, where an add per peer and a division would write ``PEERS + 1``
+    times."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    acc = tl.load(mine_ptr + offs, mask=mask)
+    for k in tl.static_range(PEERS):
+        acc += tl.load(others_ptr + k * n + offs, mask=mask)
+    tl.store(mine_ptr + offs, acc / (PEERS + 1), mask=mask)
+
+
+def average_(mine: torch.Tensor, others: torch.Tensor, block: int = 4096) -> torch.Tensor:
+    """``mine`` (float32 ``[n]``) becomes the mean of itself and the rows of ``others``
+    (float32 ``[peers, n]``, contiguous), in place: :func:`average_kernel` on CUDA (or under
+    ``TRITON_INTERPRET=1``), torch's ``add_`` and ``div_`` on the CPU. Returns ``mine``."""
+    peers, n = others.shape
+    if n != mine.numel() or not (mine.is_contiguous() and others.is_contiguous()):
+        raise ValueError(f"average_: mine {tuple(mine.shape)} and others {tuple(others.shape)} do not match")
+    if mine.is_cuda or os.environ.get("TRITON_INTERPRET") == "1":
+        average_kernel[(triton.cdiv(n, block),)](mine, others, n, PEERS=peers, BLOCK=block)
+    else:
+        mine.add_(others.sum(0)).div_(peers + 1)
+    return mine
+
+
+class PeerBuffer:
+    """One float32 buffer of ``n`` elements on every rank that every other rank can read:
+    ``local`` (this rank's, a tensor like any other) and ``peers[j]`` (rank ``j``'s, as a tensor
+    here). On CUDA it is torch's symmetric memory (:class:`SymmBuffer`): a peer's buffer is mapped
+    over NVLink, and ``copy_`` from it is a ``cudaMemcpyAsync`` the GPU's copy engines carry out,
+    with no SM. On the CPU (gloo) each rank's buffer is a shared file-backed tensor the others map
+    (``torch.from_file``), so the same pulls run in the tests. Every rank must construct it (it
+    holds collectives).
+
+    :meth:`all_reduce_mean` averages a span of it over the ranks, after the two-step all-reduce of
+    Patarasuk and Yuan's bandwidth-optimal algorithm (reduce-scatter, then all-gather), by pulls:
+    each rank owns one chunk of the span, pulls that chunk from every peer, averages
+    (:func:`average_`), then pulls the peers' averaged chunks."""
+
+    def __init__(self, n: int, rank: int, world: int, dev: torch.device):
+        self.rank, self.world, self.dev = rank, world, dev
+        self.folder = None
+        if dev.type == "cuda":
+            self.symm = SymmBuffer(n, torch.float32)
+            self.local = self.symm.buf
+            self.peers = [self.symm.hdl.get_buffer(j, (n,), torch.float32) for j in range(world)]
+            self.stream = torch.cuda.Stream(dev)
+        else:
+            name = [tempfile.mkdtemp(prefix="peer-buffer-") if rank == 0 else None]
+            dist.broadcast_object_list(name, src=0)
+            self.folder = Path(name[0])
+            self.local = torch.from_file(str(self.folder / f"{rank}.f32"), shared=True, size=n, dtype=torch.float32)
+            dist.barrier()  # every rank's file exists before any maps it
+            self.peers = [self.local if j == rank else
+                          torch.from_file(str(self.folder / f"{j}.f32"), shared=True, size=n, dtype=torch.float32)
+                          for j in range(world)]
+            self.stream = None
+        self.scratch = torch.empty(0, device=dev)
+
+    def barrier(self) -> None:
+        """Every rank reaches this point: on CUDA in stream order (the symmetric memory's own
+        barrier, a one-block kernel on the current stream), on the CPU a gloo barrier."""
+        if self.stream is not None:
+            self.symm.hdl.barrier(channel=0)
+        else:
+            dist.barrier()
+
+    def chunk(self, a: int, b: int, j: int) -> tuple[int, int]:
+        """Rank ``j``'s chunk of the span [a, b): ceil((b - a) / world) elements, the last ones shorter or empty."""
+        size = -(-(b - a) // self.world)
+        lo = min(b, a + j * size)
+        return lo, min(b, lo + size)
+
+    def all_reduce_mean(self, a: int, b: int) -> None:
+        """Average ``local[a:b]`` over the ranks, in place on every rank; issued on the current
+        stream (asynchronous on CUDA). Every rank must call it with the same span, in the same
+        order, spans not overlapping. Before ``local[a:b]`` is written again the ranks must meet
+        at a :meth:`barrier`: the last pulls of this call read the peers' averaged chunks.
+
+        At step ``s`` rank ``r`` pulls from rank ``r + s`` (mod world): every step is a
+        permutation, so no rank serves two pulls at once (all pulling from rank 0 first would
+        share its NVLink bandwidth three ways on 4 GPUs)."""
+        lo, hi = self.chunk(a, b, self.rank)
+        n = hi - lo
+        order = [(self.rank + step) % self.world for step in range(1, self.world)]
+        if self.scratch.numel() < (self.world - 1) * n:
+            self.scratch = torch.empty((self.world - 1) * n, device=self.dev)
+        self.barrier()  # every rank's span is complete
+        if n:
+            others = self.scratch[:(self.world - 1) * n].view(self.world - 1, n)
+            for k, j in enumerate(order):  # reduce-scatter: my chunk from every peer
+                others[k].copy_(self.peers[j][lo:hi])
+            average_(self.local[lo:hi], others)
+        self.barrier()  # every chunk is averaged, and no rank still reads the raw gradients
+        for j in order:  # all-gather: every peer's averaged chunk
+            plo, phi = self.chunk(a, b, j)
+            if phi > plo:
+                self.local[plo:phi].copy_(self.peers[j][plo:phi])
+
+    def close(self) -> None:
+        """Remove the CPU buffers' files (CUDA's memory is freed with the tensors)."""
+        if self.folder is not None:
+            dist.barrier()
+            if self.rank == 0:
+                for f in self.folder.iterdir():
+                    f.unlink()
+                self.folder.rmdir()
+            self.folder = None
+
+
 OVERLAP_VARIANTS = {
     "buckets": {},
     "buckets, high priority": {"high_priority": True},
@@ -796,7 +918,12 @@ OVERLAP_VARIANTS = {
 """The all-reduce in buckets overlapped with backward, three ways: on the default group, on a
 group whose NCCL stream has high priority, and on one that also caps NCCL at 16 thread blocks
 (:func:`grad_group`'s options)."""
-DP_VARIANTS = ("allreduce", *OVERLAP_VARIANTS, "ddp", "zero1")
+COPY_ENGINES = "buckets, copy engines"
+"""The all-reduce in the same buckets, overlapped the same way, without NCCL: each rank pulls its
+chunk of the bucket from every peer's gradients, averages it, and pulls the peers' averaged
+chunks back (:class:`PeerBuffer`); on GPUs the pulls are copy-engine transfers over NVLink, so
+the only SM work is the averaging."""
+DP_VARIANTS = ("allreduce", *OVERLAP_VARIANTS, COPY_ENGINES, "ddp", "zero1")
 PHASES = ("forward", "backward", "comm", "optimizer")
 """A step's phases, each timed on the compute stream: ``forward`` (zeroing the gradients, the
 forward and the loss), ``backward``, ``comm`` (the gradient reduction, or what is left of it
@@ -812,6 +939,8 @@ class Trainer:
     * the :data:`OVERLAP_VARIANTS`: the all-reduce in buckets of ``bucket_mb`` MB, each started
       (async) from a ``register_post_accumulate_grad_hook`` as soon as backward has finished its
       gradients, on the group :func:`grad_group` gives for the variant's options;
+    * :data:`COPY_ENGINES`: the same buckets, each averaged by pulls from the peers' gradients
+      (:meth:`PeerBuffer.all_reduce_mean`) on a stream of its own (CUDA) that waits for the bucket;
     * ``ddp``: ``torch.nn.parallel.DistributedDataParallel`` (its own buckets and overlap);
     * ``zero1``: the flat gradients reduce-scattered, each rank steps AdamW on its shard (moments
       for the shard only), then the parameters all-gathered.
@@ -831,14 +960,16 @@ class Trainer:
         self.global_batch = local_batch * (1 if variant == "single" else world)
         self.rows = slice(0, local_batch) if variant == "single" else slice(rank * local_batch, (rank + 1) * local_batch)
         self.opt, self.state_bytes, self.handles, self.group = None, 0, [], None
-        self.flat_p = self.flat_g = None
+        self.flat_p = self.flat_g = self.peer = None
         self.op, self.divide = mean_op()
         self.phases, self.grad_norm, self.steps_done = [], None, 0
         if variant == "ddp":
             self.model = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=bucket_mb,
                                                                    gradient_as_bucket_view=True)
+        if variant == COPY_ENGINES:
+            self.peer = PeerBuffer(flat_numel(model, world), rank, world, dev)
         if variant != "ddp":
-            self.flat_p, self.flat_g, spans = flat_layout(model, world, dev)
+            self.flat_p, self.flat_g, spans = flat_layout(model, world, dev, self.peer and self.peer.local)
         if variant != "zero1":
             self.opt = torch.optim.AdamW(params, lr=LR, betas=BETAS, eps=EPS, weight_decay=WD)
         else:
@@ -846,8 +977,9 @@ class Trainer:
             self.lo, self.hi = rank * shard, (rank + 1) * shard
             self.m, self.v = torch.zeros(shard, device=dev), torch.zeros(shard, device=dev)
             self.state_bytes = self.m.nbytes + self.v.nbytes
-        if variant in OVERLAP_VARIANTS:  # contiguous spans of the flat gradient, in the order backward finishes them
-            self.group = grad_group(**OVERLAP_VARIANTS[variant])
+        if variant in (*OVERLAP_VARIANTS, COPY_ENGINES):  # spans of the flat gradient, in the order backward finishes them
+            if variant in OVERLAP_VARIANTS:
+                self.group = grad_group(**OVERLAP_VARIANTS[variant])
             limit = int(bucket_mb * 2**20 / 4)
             self.buckets, start = [], 0
             for i, (_, _, b) in enumerate(spans):
@@ -863,8 +995,16 @@ class Trainer:
         k = self.bucket_of[p]
         bk = self.buckets[k]
         bk[2] += 1
-        if bk[2] == self.sizes[k]:
+        if bk[2] != self.sizes[k]:
+            return
+        if self.peer is None:
             self.handles.append(dist.all_reduce(self.flat_g[bk[0]:bk[1]], op=self.op, group=self.group, async_op=True))
+        elif self.peer.stream is None:
+            self.peer.all_reduce_mean(bk[0], bk[1])
+        else:  # on the pulls' own stream, once the backward's stream has finished the bucket
+            self.peer.stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(self.peer.stream):
+                self.peer.all_reduce_mean(bk[0], bk[1])
 
     def step(self) -> list:
         """One training step; the stamps (:func:`_stamp`) between its :data:`PHASES`."""
@@ -883,12 +1023,19 @@ class Trainer:
         marks.append(_stamp())
         if variant == "allreduce":
             dist.all_reduce(flat_g, op=self.op)
-        elif variant in OVERLAP_VARIANTS:
+        elif variant in (*OVERLAP_VARIANTS, COPY_ENGINES):
             for h in self.handles:
                 h.wait()
             self.handles.clear()
             for bk in self.buckets:
                 bk[2] = 0
+            if self.peer is not None:  # the peers have pulled the last chunks before the next step zeroes them
+                if self.peer.stream is None:
+                    self.peer.barrier()
+                else:
+                    with torch.cuda.stream(self.peer.stream):
+                        self.peer.barrier()
+                    torch.cuda.current_stream().wait_stream(self.peer.stream)
         if self.divide and variant in ("allreduce", *OVERLAP_VARIANTS):
             flat_g.div_(self.world)
         if variant == "zero1":
@@ -946,10 +1093,12 @@ class Trainer:
         return out
 
     def close(self) -> None:
-        """Destroy this way's process group, if it made one."""
+        """Destroy this way's process group, if it made one, and its peer buffer's files."""
         if self.group is not None:
             dist.destroy_process_group(self.group)
             self.group = None
+        if self.peer is not None:
+            self.peer.close()
 
 
 def train(variant: str, rank: int, world: int, *, steps: int, **kwargs) -> dict:
@@ -990,14 +1139,24 @@ GPU_CATEGORIES = {"kernel", "gpu_memset", "gpu_memcpy"}
 """The Chrome-trace categories of GPU work in a torch profiler trace (Kineto's names)."""
 
 
+COMM_KINDS = ("NCCL", "copy engine", "signal")
+"""The kinds of GPU work (:func:`kernel_kind`) that are communication."""
+
+
 def kernel_kind(name: str) -> str:
-    """What a GPU kernel does, from its name: ``NCCL`` (``ncclDevKernel_…``, ``ncclKernel_…``),
-    ``matmul`` (cuBLAS and CUTLASS: ``gemm``, ``nvjet``, ``xmma``, ``cutlass``), ``optimizer``
-    (the foreach kernels of ``torch.optim``: ``multi_tensor_apply``) or ``other`` (elementwise,
-    reductions, copies)."""
+    """What a GPU kernel or copy does, from its name in the profiler's trace: ``NCCL``
+    (``ncclDevKernel_…``, ``ncclKernel_…``), ``copy engine`` (a ``Memcpy`` between GPUs or
+    within one: in a training step, the pulls of :data:`COPY_ENGINES`), ``signal`` (symmetric
+    memory's ``barrier_kernel``), ``matmul`` (cuBLAS and CUTLASS: ``gemm``, ``nvjet``, ``xmma``,
+    ``cutlass``), ``optimizer`` (the foreach kernels of ``torch.optim``: ``multi_tensor_apply``)
+    or ``other`` (elementwise, reductions)."""
     low = name.lower()
     if low.startswith("nccl"):
         return "NCCL"
+    if low.startswith(("memcpy ptop", "memcpy dtod")):
+        return "copy engine"
+    if "barrier_kernel" in low:
+        return "signal"
     if any(k in low for k in ("gemm", "nvjet", "xmma", "cutlass")):
         return "matmul"
     if "multi_tensor_apply" in low:
@@ -1035,27 +1194,28 @@ def _length(spans) -> float:
 
 def overlap_summary(rows: list[dict]) -> dict:
     """What one traced step's GPU did, µs: ``step`` (first start to last end), ``compute`` (time
-    some non-NCCL work runs), ``nccl`` (time some NCCL kernel runs), ``overlapped`` (both at
-    once), ``exposed`` (NCCL alone: what overlap failed to hide), ``idle`` (neither), and
-    ``busy`` per kind (:func:`kernel_kind`, each kind's spans merged)."""
+    some work other than communication runs), ``comm`` (time some communication runs: the kinds
+    of :data:`COMM_KINDS`), ``overlapped`` (both at once), ``exposed`` (communication alone: what
+    overlap failed to hide), ``idle`` (neither), and ``busy`` per kind (:func:`kernel_kind`, each
+    kind's spans merged)."""
     if not rows:
         raise ValueError("no GPU work to summarise")
-    compute = _union([(r["start_us"], r["end_us"]) for r in rows if r["kind"] != "NCCL"])
-    nccl = _union([(r["start_us"], r["end_us"]) for r in rows if r["kind"] == "NCCL"])
+    compute = _union([(r["start_us"], r["end_us"]) for r in rows if r["kind"] not in COMM_KINDS])
+    comm = _union([(r["start_us"], r["end_us"]) for r in rows if r["kind"] in COMM_KINDS])
     both, i, j = 0.0, 0, 0
-    while i < len(compute) and j < len(nccl):  # the two unions' intersection, by a merge
-        lo, hi = max(compute[i][0], nccl[j][0]), min(compute[i][1], nccl[j][1])
+    while i < len(compute) and j < len(comm):  # the two unions' intersection, by a merge
+        lo, hi = max(compute[i][0], comm[j][0]), min(compute[i][1], comm[j][1])
         both += max(0.0, hi - lo)
-        if compute[i][1] < nccl[j][1]:
+        if compute[i][1] < comm[j][1]:
             i += 1
         else:
             j += 1
     step = max(r["end_us"] for r in rows) - min(r["start_us"] for r in rows)
     busy = {k: _length(_union([(r["start_us"], r["end_us"]) for r in rows if r["kind"] == k]))
             for k in sorted({r["kind"] for r in rows})}
-    any_work = _length(_union(compute + nccl))
-    return {"step": step, "compute": _length(compute), "nccl": _length(nccl), "overlapped": both,
-            "exposed": _length(nccl) - both, "idle": step - any_work, "busy": busy}
+    any_work = _length(_union(compute + comm))
+    return {"step": step, "compute": _length(compute), "comm": _length(comm), "overlapped": both,
+            "exposed": _length(comm) - both, "idle": step - any_work, "busy": busy}
 
 
 def _global_norm(shard: torch.Tensor) -> float:

@@ -28,6 +28,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -135,6 +136,36 @@ def test_triton_all_reduce_kernels_under_the_interpreter():
         assert r["own_pad_reset"] and r["flags_delivered"] and r["only_injected_flags_left"], r
 
 
+AVERAGED = r"""
+import json, sys, torch
+sys.path.insert(0, sys.argv[1])
+import collectives_workers as cw
+out = []
+for peers, n in ((1, 1000), (3, 1029)):  # 1029: the last block is partly masked
+    g = torch.Generator().manual_seed(peers)
+    mine, others = torch.randn(n, generator=g), torch.randn(peers, n, generator=g)
+    ref = torch.cat([mine[None], others]).double().mean(0)
+    got = cw.average_(mine.clone(), others.clone(), block=256)
+    out.append({"peers": peers, "err": float((got.double() - ref).abs().max())})
+print(json.dumps(out))
+"""
+
+
+def test_the_average_kernel_is_the_mean_of_the_chunk_and_its_pulled_copies():
+    """The copy-engine all-reduce's one SM pass, under the interpreter; its CPU path is the gloo tests'."""
+    pytest.importorskip("triton")
+    env = {**os.environ, "TRITON_INTERPRET": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run([sys.executable, "-c", AVERAGED, str(REPO / "notebooks")], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    rows = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert [r["peers"] for r in rows] == [1, 3]
+    assert all(r["err"] < 1e-6 for r in rows), rows
+    with pytest.raises(ValueError, match="do not match"):
+        cw.average_(torch.zeros(5), torch.zeros(2, 4))
+
+
 def test_two_shot_refuses_a_size_the_world_does_not_divide():
     ptrs = torch.zeros(3, dtype=torch.int64)
     with pytest.raises(ValueError, match="divisible"):
@@ -191,6 +222,9 @@ def test_kernel_kinds_from_names():
     assert cw.kernel_kind("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64") == "matmul"
     assert cw.kernel_kind("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<...>") == "optimizer"
     assert cw.kernel_kind("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>") == "other"
+    assert cw.kernel_kind("Memcpy PtoP (Device -> Device)") == "copy engine"
+    assert cw.kernel_kind("Memcpy DtoD (Device -> Device)") == "copy engine"
+    assert cw.kernel_kind("c10d::symmetric_memory::barrier_kernel(unsigned int**, int, int, int, unsigned long)") == "signal"
 
 
 def _trace(events):
@@ -212,10 +246,34 @@ def test_overlap_of_nccl_with_compute_in_a_trace():
     assert rows[1]["kind"] == "NCCL" and rows[1]["stream"] == 20
     o = cw.overlap_summary(rows)
     assert o["step"] == 100
-    assert o["compute"] == 55 and o["nccl"] == 58
+    assert o["compute"] == 55 and o["comm"] == 58
     assert o["overlapped"] == 23 and o["exposed"] == 35
     assert o["idle"] == 100 - 55 - 35 == 10  # the gap from 80 to 90
     assert o["busy"] == {"NCCL": 58, "matmul": 40, "other": 15}
+
+
+def test_copy_engine_pulls_and_their_barriers_count_as_communication():
+    rows = cw.gpu_intervals(_trace([
+        ("kernel", "nvjet_gemm_a", 0, 50, 7),
+        ("kernel", "c10d::symmetric_memory::barrier_kernel(unsigned int**, int, int, int)", 10, 2, 30),
+        ("gpu_memcpy", "Memcpy PtoP (Device -> Device)", 12, 20, 30),   # beside the matmul
+        ("kernel", "vectorized_elementwise_kernel<4, AddFunctor>", 32, 3, 30),  # the averaging: compute
+        ("gpu_memcpy", "Memcpy PtoP (Device -> Device)", 45, 15, 30),   # 5 beside, 10 alone
+    ]))
+    o = cw.overlap_summary(rows)
+    assert o["comm"] == 2 + 20 + 15 and o["overlapped"] == 2 + 20 + 5 and o["exposed"] == 10
+    assert o["busy"]["copy engine"] == 35 and o["busy"]["signal"] == 2 and o["busy"]["other"] == 3
+
+
+def test_a_span_splits_into_one_chunk_per_rank_covering_it_once():
+    for world in (1, 2, 3, 4):
+        buf = cw.PeerBuffer.__new__(cw.PeerBuffer)
+        buf.world = world
+        for a, b in ((0, 0), (5, 6), (10, 31), (0, 4096)):
+            chunks = [buf.chunk(a, b, j) for j in range(world)]
+            assert chunks[0][0] == a and chunks[-1][1] == b
+            assert all(lo <= hi == nxt for (lo, hi), (nxt, _) in itertools.pairwise(chunks))
+            assert max(hi - lo for lo, hi in chunks) == -(-(b - a) // world)
 
 
 def test_a_trace_without_gpu_work_is_an_error():
