@@ -645,10 +645,11 @@ else:
 # as long as it runs, and the matmuls get fewer. Beside the copy engines' pulls they run as fast as
 # alone; what the backward still loses is memory bandwidth, which the pulls and the averaging share
 # with its elementwise kernels. On 2 GPUs that makes the copy engines the fastest way to overlap. On
-# 4 each bucket needs twice as many pulls, one peer after another on one stream, so the chain of
-# pulls grows as long as the backward and its tail is left after it: the next steps are pulls from
-# every peer at once (a stream each, so several copy engines work together) and fewer, larger
-# buckets. The headlines take whichever overlapped way is fastest in the run.
+# 4 each bucket needs one and a half times the bytes of 2 (a rank pulls 3/4 of it twice, not 1/2),
+# one peer after another on one stream, so the chain of pulls grows as long as the backward and
+# its tail is left after it. Pulling from every peer at once, a stream per peer, was slower on
+# both machines in a trial run: in its trace the copies waited until the backward had finished.
+# The headlines take whichever overlapped way is fastest in the run.
 
 # %% [markdown]
 # ## 5. Beyond this machine
