@@ -16,6 +16,7 @@ import re
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from worklog_gen.log.front_matter import front_matter_span
 from worklog_gen.log.repair import normalize_line_ends, repair_text
 from worklog_gen.log.tasks import entry_tasks, parse_task
 from worklog_gen.log.words import count_words
@@ -88,10 +89,12 @@ def commonmark_lines(text: str) -> int:
 
 @SETTINGS
 @given(any_text(), st.sampled_from(["auto", "mdy", "dmy"]))
+@example("---\n  https://r.org\n---\n", "auto")  # a URL in the front matter is YAML: never made a link
 def test_parse_never_raises_and_keeps_every_line(text, order):
     log = parse(text, "p.md", date_order=order)
     lines = normalize_line_ends(text)[0].split("\n")
-    fixed, _ = repair_text(text, "p.md", boundaries=[i for i, line in enumerate(lines) if HEADER_RE.match(line)])
+    fixed, _ = repair_text(text, "p.md", boundaries=[i for i, line in enumerate(lines) if HEADER_RE.match(line)],
+                           prose_start=lambda ls: front_matter_span(ls)[0])
     assert len(fixed.split("\n")) == commonmark_lines(text)
     assert log.reassemble() == fixed
     # Entries tile the file after the preamble: each line belongs to one part.
