@@ -474,14 +474,12 @@ if GPU:
 #    complete. Three times: on the default group, on one whose NCCL stream has **high priority**,
 #    and on one that also caps NCCL at **16 thread blocks** (`maxCTAs`); torch's
 #    `DistributedDataParallel` is the reference;
-# 3. **buckets by copy engines**: NCCL's kernels run on SMs the backward's matmuls want. Here the
-#    gradients live in symmetric memory instead, and each bucket is averaged by *pulls*: each rank
-#    copies its chunk of the bucket from every peer (`cudaMemcpyAsync` from the peer's mapped
-#    memory, which the GPU's copy engines carry over NVLink, no SM), averages it (one short
-#    elementwise kernel), and pulls the peers' averaged chunks back; two stream-ordered barriers a
-#    bucket keep the ranks in step. The reduce-scatter then all-gather of a ring all-reduce, with
-#    the bytes moved by DMA (torch's own `_low_contention_reduce_scatter` and
-#    `_low_contention_all_gather` pull from symmetric memory the same way);
+# 3. **buckets by copy engines**: the gradients in symmetric memory, each bucket averaged by
+#    *pulls*: a rank copies its chunk from every peer (`cudaMemcpyAsync` from the peer's mapped
+#    memory: the copy engines carry it over NVLink, no SM), averages it in one Triton pass, and
+#    pulls the peers' averaged chunks back, between stream-ordered barriers. A reduce-scatter then
+#    an all-gather, moved by DMA, as torch's `_low_contention_reduce_scatter` and
+#    `_low_contention_all_gather` do;
 # 4. **ZeRO-1** (Rajbhandari et al., 2020): the gradients reduce-scattered, each rank keeps and
 #    updates AdamW's moments for its $1/n$ shard, then the parameters are all-gathered.
 #
@@ -640,16 +638,12 @@ else:
     print("CPU mode: nothing traced")
 
 # %% [markdown]
-# **What the copy engines change, and what they do not.** Beside NCCL's kernels the backward's
-# matmuls run markedly longer than on one GPU (the "of which matmuls" column): NCCL holds SMs for
-# as long as it runs, and the matmuls get fewer. Beside the copy engines' pulls they run as fast as
-# alone; what the backward still loses is memory bandwidth, which the pulls and the averaging share
-# with its elementwise kernels. On 2 GPUs that makes the copy engines the fastest way to overlap. On
-# 4 each bucket needs one and a half times the bytes of 2 (a rank pulls 3/4 of it twice, not 1/2),
-# one peer after another on one stream, so the chain of pulls grows as long as the backward and
-# its tail is left after it. Pulling from every peer at once, a stream per peer, was slower on
-# both machines in a trial run: in its trace the copies waited until the backward had finished.
-# The headlines take whichever overlapped way is fastest in the run.
+# **What the copy engines change.** Beside NCCL the backward's matmuls run longer than alone (NCCL
+# holds SMs while it runs); beside the pulls they do not, and the backward loses only the memory
+# bandwidth the pulls and the averaging share with it. On 4 GPUs a rank pulls 3/4 of each bucket
+# twice (1/2 on 2), one peer after another, and that chain outlasts the backward. (A stream per
+# peer, tried, was slower on both machines: its copies waited for the backward.) The headlines
+# take the fastest way in the run.
 
 # %% [markdown]
 # ## 5. Beyond this machine
@@ -665,7 +659,7 @@ else:
 # the model adds to one GPU's measured step the all-reduce of the fp32 gradients, all exposed or
 # hidden under backward (then only what exceeds backward shows; backward taken as 2/3 of the step).
 
-# %% tags=["hide-input"] summary="The model at 8, 64 and 1,024 GPUs"
+# %% tags=["hide-input", "hide-output"] summary="The model at 8, 64 and 1,024 GPUs (chart)"
 IB_ALPHA_S = 5e-6  # assumed, per step between nodes
 PER_NODE = 8
 
@@ -699,7 +693,7 @@ display(benchmark_chart(model_rows, x="bytes", y="us", provider="series", xlabel
                         logy=True, title=f"α–β model (α = {ALPHA_S * 1e6:.1f} µs, B = {BETA_GBPS:.0f} GB/s inside a node; "
                                          f"IB {cw.IB_GBPS:.0f} GB/s, α {IB_ALPHA_S * 1e6:.0f} µs between nodes)"))
 
-# %% tags=["hide-input"] summary="The data-parallel step, predicted"
+# %% tags=["hide-input", "hide-output"] summary="The data-parallel step, predicted at 8, 64 and 1,024 GPUs (table)"
 if GPU:
     step_s, grad_bytes = single["ms"] * 1e-3, dp["params"] * 4
 else:  # the shape of the answer only: the GPU run's model size, a guessed step
