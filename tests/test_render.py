@@ -19,7 +19,7 @@ import pytest
 from worklog_gen.freeze import store as freeze
 from worklog_gen.freeze.execute import execute_notebook
 from worklog_gen.kit.measure import Ceilings
-from worklog_gen.freeze.cells import notebook_markdown, trim_output
+from worklog_gen.freeze.cells import downloadable_notebook, notebook_markdown, trim_output
 from worklog_gen.freeze.render import render_topic
 from worklog_gen.kit.markdown import fence
 from worklog_gen.site.kernels import kernels_page
@@ -246,6 +246,36 @@ def test_installed_modules_paths_are_cut_to_the_module_on_the_page(tmp_path):
                   "'numpy/x.py'", 'File "triton/compiler/compiler.py", line 3, in compile',
                   "a site-packages folder, vendor/site-packages/x.py", "torch/nn/x.py:7"):
         assert shown in body, (shown, body)
+
+
+def test_the_downloaded_notebook_has_the_paths_cut_and_every_output_whole(tmp_path):
+    """The executed notebook offered for download: an installed module's path cut in each kind of
+    output, a coloured traceback line included, nothing trimmed; a notebook without one is its own bytes."""
+    home = "/home/ada/.venvs/gpu/lib/python3.12/site-packages"
+    long = "\n".join(f"step {i}" for i in range(500))
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("run()", outputs=[
+        nbformat.v4.new_output("stream", name="stderr", text=f"{home}/torch/profiler/profiler.py:224: UserWarning\n"),
+        nbformat.v4.new_output("stream", name="stdout", text=long),
+        nbformat.v4.new_output("execute_result", data={"text/plain": f"'{home}/numpy/x.py'"}, execution_count=1),
+        nbformat.v4.new_output("error", ename="ValueError", evalue="bad",
+                               traceback=[f"\x1b[0;32m{home}/torch/nn/x.py\x1b[0m:7", "\x1b[0;31mValueError\x1b[0m: bad"]),
+    ])])
+    path = tmp_path / "x.ipynb"
+    nbformat.write(nb, str(path))
+    got = nbformat.reads(downloadable_notebook(path).decode(), as_version=4)
+    outputs = got.cells[0].outputs
+    assert "/home/ada" not in json.dumps(got) and "site-packages" not in json.dumps(got), got
+    assert outputs[0].text == "torch/profiler/profiler.py:224: UserWarning\n"
+    assert outputs[1].text == long  # whole: the page's trimmed outputs point here
+    assert outputs[2].data["text/plain"] == "'numpy/x.py'"
+    assert outputs[3].traceback == ["torch/nn/x.py:7", "\x1b[0;31mValueError\x1b[0m: bad"]  # colours kept where no path was
+    clean = tmp_path / "clean.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1", outputs=[
+        nbformat.v4.new_output("stream", name="stdout", text="a site-packages folder\n")])]), str(clean))
+    assert downloadable_notebook(clean) == clean.read_bytes()
+    (tmp_path / "bad.ipynb").write_text("{not json", encoding="utf-8")
+    with pytest.raises(ValueError, match="bad.ipynb"):
+        downloadable_notebook(tmp_path / "bad.ipynb")
 
 
 def test_trim_output_and_fence():

@@ -279,18 +279,60 @@ def short_paths(text: str) -> str:
     return _INSTALLED.sub("", text)
 
 
-def _tidy_outputs(nb) -> None:
-    """Each text output of ``nb`` as a page shows it: installed modules' paths cut
-    (:func:`short_paths`), then very long text shortened (:func:`trim_output`)."""
+def _edit_outputs(nb, text, traceback_line) -> None:
+    """Replace, in place, each stream's text and each result's ``text/plain`` of ``nb`` by
+    ``text(it)``, and each line of each traceback by ``traceback_line(it)``."""
     for cell in nb.cells:
         for output in cell.get("outputs", []):
             if output.get("output_type") == "stream":
-                output["text"] = trim_output(short_paths(output["text"]))
+                output["text"] = text(output["text"])
             elif "text/plain" in output.get("data", {}):
-                output["data"]["text/plain"] = trim_output(short_paths(output["data"]["text/plain"]))
-            elif output.get("output_type") == "error":  # IPython colours a traceback's paths: plain text first
-                from nbconvert.filters import strip_ansi
-                output["traceback"] = [short_paths(strip_ansi(line)) for line in output.get("traceback", [])]
+                output["data"]["text/plain"] = text(output["data"]["text/plain"])
+            elif output.get("output_type") == "error":
+                output["traceback"] = [traceback_line(line) for line in output.get("traceback", [])]
+
+
+def _tidy_outputs(nb) -> None:
+    """Each text output of ``nb`` as a page shows it: installed modules' paths cut
+    (:func:`short_paths`), then very long text shortened (:func:`trim_output`). IPython colours a
+    traceback's paths, so its lines lose their colours first."""
+    from nbconvert.filters import strip_ansi
+
+    _edit_outputs(nb, lambda t: trim_output(short_paths(t)), lambda line: short_paths(strip_ansi(line)))
+
+
+def downloadable_notebook(path: Path) -> bytes:
+    """The executed notebook at ``path`` as a page offers it for download: its own bytes, or, where
+    an output names an installed module's path (a GPU machine's environment folder), the notebook
+    with those paths cut (:func:`short_paths`; a traceback line that names one loses its colours)
+    and every output otherwise whole (nothing is trimmed: the page's outputs point here for the rest).
+
+    Raises:
+        ValueError: the file is not a notebook nbformat reads (the path named).
+    """
+    import nbformat
+    from nbconvert.filters import strip_ansi
+
+    raw = Path(path).read_bytes()
+    try:
+        nb = nbformat.reads(raw.decode("utf-8"), as_version=4)
+    except Exception as exc:  # nbformat raises several types for a damaged file
+        raise ValueError(f"{path}: cannot read the frozen notebook: {exc}") from exc
+    cut = []
+
+    def text(t: str) -> str:
+        short = short_paths(t)
+        cut.append(short != t)
+        return short
+
+    def traceback_line(line: str) -> str:
+        plain = strip_ansi(line)
+        short = short_paths(plain)
+        cut.append(short != plain)
+        return short if short != plain else line
+
+    _edit_outputs(nb, text, traceback_line)
+    return nbformat.writes(nb).encode("utf-8") if any(cut) else raw
 
 
 def notebook_markdown(nb, files_dir: str) -> tuple[str, dict[str, bytes]]:

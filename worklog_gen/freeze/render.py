@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from worklog_gen.freeze import store as freeze
-from worklog_gen.freeze.cells import details, notebook_markdown
+from worklog_gen.freeze.cells import details, downloadable_notebook, notebook_markdown
 from worklog_gen.freeze.record import FreezeRecord, Headline, NotebookState
 from worklog_gen.freeze.source_hash import code_cells, code_fingerprint, normalise_source, read_notebook
 from worklog_gen.freeze.store import NotebookStatus
@@ -475,7 +475,7 @@ def render_topic(notebook: Path, store_dir: Path, root: Path, *, files_dir: str,
     heading, intro, nb = split_intro(nb)
     body, files = notebook_markdown(nb, files_dir)
 
-    files[f"{files_dir}/{stem}.ipynb"] = ipynb.read_bytes()
+    files[f"{files_dir}/{stem}.ipynb"] = downloadable_notebook(ipynb)  # installed modules' paths cut
     links = f"[Executed notebook ({stem}.ipynb)]({files_dir}/{stem}.ipynb)"
     if st.source_exists:
         files[f"{files_dir}/{source.name}"] = source.read_bytes()
