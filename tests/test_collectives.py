@@ -120,14 +120,20 @@ print(json.dumps(results))
 '''
 
 
-def test_triton_all_reduce_kernels_under_the_interpreter():
+def interpreted(script: str):
+    """Run ``script`` (argv[1]: the notebooks folder) in a child under ``TRITON_INTERPRET=1`` (set
+    before Triton is imported, which this process has already done); its last line's JSON."""
     pytest.importorskip("triton")
     env = {**os.environ, "TRITON_INTERPRET": "1",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    proc = subprocess.run([sys.executable, "-c", INTERPRETED, str(REPO / "notebooks")], env=env,
+    proc = subprocess.run([sys.executable, "-c", script, str(REPO / "notebooks")], env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
-    results = json.loads(proc.stdout.strip().splitlines()[-1])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_triton_all_reduce_kernels_under_the_interpreter():
+    results = interpreted(INTERPRETED)
     assert len(results) == 5
     for r in results:
         tol = 1e-6 if "float32" in r["dtype"] else 2e-3  # fp16 output: one rounding of the fp32 sum
@@ -153,13 +159,7 @@ print(json.dumps(out))
 
 def test_the_average_kernel_is_the_mean_of_the_chunk_and_its_pulled_copies():
     """The copy-engine all-reduce's one SM pass, under the interpreter; its CPU path is the gloo tests'."""
-    pytest.importorskip("triton")
-    env = {**os.environ, "TRITON_INTERPRET": "1",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    proc = subprocess.run([sys.executable, "-c", AVERAGED, str(REPO / "notebooks")], env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    rows = json.loads(proc.stdout.strip().splitlines()[-1])
+    rows = interpreted(AVERAGED)
     assert [r["peers"] for r in rows] == [1, 3]
     assert all(r["err"] < 1e-6 for r in rows), rows
     with pytest.raises(ValueError, match="do not match"):
