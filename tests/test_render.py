@@ -248,7 +248,7 @@ def test_installed_modules_paths_are_cut_to_the_module_on_the_page(tmp_path):
         assert shown in body, (shown, body)
 
 
-def test_the_downloaded_notebook_has_the_paths_cut_and_every_output_whole(tmp_path):
+def test_the_downloaded_notebook_has_the_paths_cut_and_every_output_whole():
     """The executed notebook offered for download: an installed module's path cut in each kind of
     output, a coloured traceback line included, nothing trimmed; a notebook without one is its own bytes."""
     home = "/home/ada/.venvs/gpu/lib/python3.12/site-packages"
@@ -260,22 +260,25 @@ def test_the_downloaded_notebook_has_the_paths_cut_and_every_output_whole(tmp_pa
         nbformat.v4.new_output("error", ename="ValueError", evalue="bad",
                                traceback=[f"\x1b[0;32m{home}/torch/nn/x.py\x1b[0m:7", "\x1b[0;31mValueError\x1b[0m: bad"]),
     ])])
-    path = tmp_path / "x.ipynb"
-    nbformat.write(nb, str(path))
-    got = nbformat.reads(downloadable_notebook(path).decode(), as_version=4)
+    raw = nbformat.writes(nb).encode()
+    read = nbformat.reads(raw.decode(), as_version=4)
+    got = nbformat.reads(downloadable_notebook(read, raw).decode(), as_version=4)
+    assert read == nbformat.reads(raw.decode(), as_version=4)  # what it was given is not changed
     outputs = got.cells[0].outputs
     assert "/home/ada" not in json.dumps(got) and "site-packages" not in json.dumps(got), got
     assert outputs[0].text == "torch/profiler/profiler.py:224: UserWarning\n"
     assert outputs[1].text == long  # whole: the page's trimmed outputs point here
     assert outputs[2].data["text/plain"] == "'numpy/x.py'"
     assert outputs[3].traceback == ["torch/nn/x.py:7", "\x1b[0;31mValueError\x1b[0m: bad"]  # colours kept where no path was
-    clean = tmp_path / "clean.ipynb"
-    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1", outputs=[
-        nbformat.v4.new_output("stream", name="stdout", text="a site-packages folder\n")])]), str(clean))
-    assert downloadable_notebook(clean) == clean.read_bytes()
-    (tmp_path / "bad.ipynb").write_text("{not json", encoding="utf-8")
-    with pytest.raises(ValueError, match="bad.ipynb"):
-        downloadable_notebook(tmp_path / "bad.ipynb")
+    clean = nbformat.writes(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1", outputs=[
+        nbformat.v4.new_output("stream", name="stdout", text="a site-packages folder\n")])])).encode()
+    assert downloadable_notebook(nbformat.reads(clean.decode(), as_version=4), clean) is clean
+
+
+def test_a_damaged_frozen_notebook_is_an_error_that_names_it(project):
+    (entry(project, "alpha") / "alpha.ipynb").write_text("{not json", encoding="utf-8")
+    with pytest.raises(ValueError, match="alpha.ipynb: cannot read the frozen notebook"):
+        render_topic(ALPHA, STORE, project, files_dir="alpha")
 
 
 def test_trim_output_and_fence():

@@ -301,38 +301,23 @@ def _tidy_outputs(nb) -> None:
     _edit_outputs(nb, lambda t: trim_output(short_paths(t)), lambda line: short_paths(strip_ansi(line)))
 
 
-def downloadable_notebook(path: Path) -> bytes:
-    """The executed notebook at ``path`` as a page offers it for download: its own bytes, or, where
-    an output names an installed module's path (a GPU machine's environment folder), the notebook
-    with those paths cut (:func:`short_paths`; a traceback line that names one loses its colours)
-    and every output otherwise whole (nothing is trimmed: the page's outputs point here for the rest).
-
-    Raises:
-        ValueError: the file is not a notebook nbformat reads (the path named).
-    """
+def downloadable_notebook(nb, raw: bytes) -> bytes:
+    """The executed notebook a page offers for download, from ``raw`` (the frozen file's bytes) and
+    ``nb`` (those bytes read by nbformat; not changed): ``raw`` itself, or, where an output names
+    an installed module's path (a GPU machine's environment folder), the notebook with those paths
+    cut (:func:`short_paths`; a traceback line that names one loses its colours) and every output
+    otherwise whole (nothing is trimmed: the page's outputs point here for the rest)."""
     import nbformat
     from nbconvert.filters import strip_ansi
-
-    raw = Path(path).read_bytes()
-    try:
-        nb = nbformat.reads(raw.decode("utf-8"), as_version=4)
-    except Exception as exc:  # nbformat raises several types for a damaged file
-        raise ValueError(f"{path}: cannot read the frozen notebook: {exc}") from exc
-    cut = []
-
-    def text(t: str) -> str:
-        short = short_paths(t)
-        cut.append(short != t)
-        return short
 
     def traceback_line(line: str) -> str:
         plain = strip_ansi(line)
         short = short_paths(plain)
-        cut.append(short != plain)
         return short if short != plain else line
 
-    _edit_outputs(nb, text, traceback_line)
-    return nbformat.writes(nb).encode("utf-8") if any(cut) else raw
+    edited = copy.deepcopy(nb)
+    _edit_outputs(edited, short_paths, traceback_line)
+    return raw if edited == nb else nbformat.writes(edited).encode("utf-8")
 
 
 def notebook_markdown(nb, files_dir: str) -> tuple[str, dict[str, bytes]]:

@@ -466,16 +466,18 @@ def render_topic(notebook: Path, store_dir: Path, root: Path, *, files_dir: str,
         ipynb = inside(ipynb, store)
     except OutsideFolder as exc:
         raise ValueError(f"{st.entry / f'{stem}.ipynb'}: refused: {exc}") from exc
+    raw = ipynb.read_bytes()
     try:
-        frozen = nbformat.read(str(ipynb), as_version=4)
+        frozen = nbformat.reads(raw.decode("utf-8"), as_version=4)
     except Exception as exc:  # nbformat raises several types for a damaged file
         raise ValueError(f"{ipynb}: cannot read the frozen notebook: {exc}") from exc
+    download = downloadable_notebook(frozen, raw)
     current = read_notebook(source) if st.source_exists else None
     nb, merged = merge_current_source(current, frozen)
     heading, intro, nb = split_intro(nb)
     body, files = notebook_markdown(nb, files_dir)
 
-    files[f"{files_dir}/{stem}.ipynb"] = downloadable_notebook(ipynb)  # installed modules' paths cut
+    files[f"{files_dir}/{stem}.ipynb"] = download
     links = f"[Executed notebook ({stem}.ipynb)]({files_dir}/{stem}.ipynb)"
     if st.source_exists:
         files[f"{files_dir}/{source.name}"] = source.read_bytes()
