@@ -3,7 +3,7 @@
 Reuses :mod:`test_browser`'s fixtures (a strict build of the project, served on 127.0.0.1, read
 by Debian's Chromium) and checks:
 
-* axe-core 4.10.3 (vendored in ``tests/axe/``, MPL-2.0) finds no violation of the rules tagged
+* axe-core 4.14.1 (vendored in ``tests/axe/``, MPL-2.0) finds no violation of the rules tagged
   WCAG 2.1 A and AA on every page of the site, in both palettes (Material's ``default`` and
   ``slate``, chosen by the browser's ``prefers-color-scheme`` as a reader's system would), folds
   closed and open, at 1280 x 900 and at a phone's 390 x 844: SC 1.4.3 contrast of 4.5:1, SC 2.1.1
