@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from interpreted import NO_LINE_INFO
 
 from worklog_gen.freeze.execute import requirements
 
@@ -299,7 +300,7 @@ def compiled(tmp_path_factory, cc) -> list[dict]:
     pytest.importorskip("triton")
     base = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     base.update(PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-                TRITON_DUMP_PTXAS_LOG="1", TRITON_DEFAULT_FP_FUSION="1")
+                TRITON_DUMP_PTXAS_LOG="1", TRITON_DEFAULT_FP_FUSION="1", **NO_LINE_INFO)
     children = [subprocess.Popen([sys.executable, "-c", COMPILE, str(NOTEBOOKS), str(cc), f"{i}/{SHARDS}",
                                   str(CARDS[cc][1])],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
