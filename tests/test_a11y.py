@@ -136,8 +136,9 @@ def read_page(context, site: Site, reader_visits: Path, path: str, axe: bool = T
 
 def reader(browser, site: Site, viewport: dict, scheme: str = "light"):
     """A browser context for :func:`read_page` (``test_browser._context`` at ``viewport`` in
-    ``scheme``), named for the visits it keeps."""
-    context = _context(browser, site, viewport, scheme=scheme)
+    ``scheme``, its search worker given no documents: axe-core reads the page, not the search
+    results), named for the visits it keeps."""
+    context = _context(browser, site, viewport, scheme=scheme, search_index=False)
     READERS[context] = f"{viewport['width']}x{viewport['height']}-{scheme}"
     return context
 
