@@ -43,6 +43,9 @@ class ProjectBuild:
     """The worklog's ``url_prefix`` without slashes: ``worklog``."""
     topics: list[tuple[str, str | None]]
     """Each topic's ``(id, notebook)``, in configured order."""
+    generated: Path
+    """What the worklog plugin handed to MkDocs in that build (its ``generated``: each page and file
+    by its path below ``docs_dir``), written out below this folder as the same bytes."""
 
 
 def project_dir() -> Path:
@@ -67,7 +70,7 @@ def project_build(request, tmp_path_factory) -> ProjectBuild:
     from filelock import FileLock
 
     shared = _run_folder(request, tmp_path_factory)
-    root, summary = shared / "project-site", shared / "project-site.json"
+    root, summary, generated = shared / "project-site", shared / "project-site.json", shared / "project-generated"
     with FileLock(str(shared / "project-site.lock")):
         if not summary.is_file():
             from urllib.parse import urlsplit
@@ -77,13 +80,17 @@ def project_build(request, tmp_path_factory) -> ProjectBuild:
 
             config = load_config(str(project_dir() / "mkdocs.yml"), strict=True, site_dir=str(root))
             build(config)
+            for src, content in config.plugins["worklog"].generated.items():
+                path = generated / src
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
             plugin = config.plugins["worklog"].config
             summary.write_text(json.dumps({
                 "base_path": urlsplit(config.site_url or "/").path or "/",
                 "prefix": plugin.url_prefix.strip("/"),
                 "topics": [[t.id, t.notebook] for t in plugin.topics]}), encoding="utf-8")
     built = json.loads(summary.read_text(encoding="utf-8"))
-    return ProjectBuild(root, built["base_path"], built["prefix"], [tuple(t) for t in built["topics"]])
+    return ProjectBuild(root, built["base_path"], built["prefix"], [tuple(t) for t in built["topics"]], generated)
 
 
 @pytest.fixture

@@ -20,8 +20,6 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from mkdocs.commands.build import build
-from mkdocs.config import load_config
 
 from worklog_gen.config import load_plugin_config
 from worklog_gen.log import load
@@ -58,6 +56,11 @@ def sites(tmp_path_factory, project_build) -> dict[str, Path]:
     _run([sys.executable, "-m", "worklog_gen", "generate", "--strict", "--out", str(tmp / "generated")])
     _run([_tool("zensical"), "build", "--strict", "-f", str(tmp / "generated" / "mkdocs.yml")])
     return out
+
+
+def _generated(sites: dict[str, Path]) -> Path:
+    """The folder ``worklog-gen generate`` wrote in the ``sites`` fixture (Zensical's site is in it)."""
+    return sites["zensical"].parent
 
 
 def _expected_pages() -> list[str]:
@@ -148,29 +151,29 @@ def test_the_engines_agree_on_a_page_text(sites, rel):
     assert texts["zensical"] == texts["mkdocs"]
 
 
-def test_generate_writes_what_the_plugin_hands_to_mkdocs(tmp_path):
-    config = load_config(str(REPO / "mkdocs.yml"), site_dir=str(tmp_path / "site"))
-    build(config)
-    plugin_files = config.plugins["worklog"].generated
-    _run([sys.executable, "-m", "worklog_gen", "generate", "--out", str(tmp_path / "generated")])
-    docs = tmp_path / "generated" / "docs"
+def test_generate_writes_what_the_plugin_hands_to_mkdocs(sites, project_build):
+    """``generate``'s docs (the ``sites`` fixture's run) against what the plugin handed to MkDocs
+    in the run's shared build (``conftest.project_build``), file by file, byte for byte."""
+    plugin_files = {p.relative_to(project_build.generated).as_posix(): p.read_bytes()
+                    for p in project_build.generated.rglob("*") if p.is_file()}
+    assert plugin_files, "the plugin generated nothing: the comparison would compare nothing"
+    docs = _generated(sites) / "docs"
     written = {p.relative_to(docs).as_posix(): p.read_bytes() for p in docs.rglob("*")
                if p.is_file() and p.name != GENERATED_MARK}
     authored = {p.relative_to(REPO / "docs").as_posix() for p in (REPO / "docs").rglob("*") if p.is_file()}
     assert set(written) - authored == set(plugin_files)
-    for src, content in plugin_files.items():
-        expected = content.encode("utf-8") if isinstance(content, str) else content
+    for src, expected in plugin_files.items():
         assert written[src] == expected, f"{src} differs between the plugin and generate"
 
 
-def test_generated_config_drops_the_plugin_and_spells_out_the_nav(tmp_path):
+def test_generated_config_drops_the_plugin_and_spells_out_the_nav(sites):
     import yaml
 
-    _run([sys.executable, "-m", "worklog_gen", "generate", "--out", str(tmp_path)])
-    config = yaml.safe_load((tmp_path / "mkdocs.yml").read_text())
+    out = _generated(sites)
+    config = yaml.safe_load((out / "mkdocs.yml").read_text())
     assert "worklog" not in [p if isinstance(p, str) else next(iter(p)) for p in config["plugins"]]
     assert config["docs_dir"] == "docs"
-    nav = yaml.safe_load((tmp_path / "nav.yml").read_text())
+    nav = yaml.safe_load((out / "nav.yml").read_text())
     assert config["nav"] == nav
     sections = [next(iter(item)) for item in nav if isinstance(item, dict)]
     assert sections[:2] == ["Worklog", "Kernels"]
