@@ -149,7 +149,8 @@ def _context(browser, site: Site, viewport: dict, javascript: bool = True, schem
     never types into the search box. Every page's worker fetches the whole index and builds its
     lunr index on load, off the page's thread, and nothing of it reaches the page until a query is
     typed: 0.45 s of CPU a load for this site's 0.9 MB index (20 loads of five pages: 16.2 s of
-    CPU with it, 7.4 s without, wall time the same), spent again on every visit. The tests that load every page for errors (``visits``) and that search keep the real one."""
+    CPU with it, 7.4 s without, wall time the same), spent again on every visit. The tests that
+    load every page for errors (``visits``) and that search keep the real one."""
     context = browser.new_context(viewport=viewport, color_scheme=scheme, java_script_enabled=javascript)
     context.set_default_timeout(TIMEOUT_MS)
     context.route(lambda url: not url.startswith(site.url), lambda route: route.abort("blockedbyclient"))
