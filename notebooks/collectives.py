@@ -479,7 +479,10 @@ if GPU:
 #    memory: the copy engines carry it over NVLink, no SM), averages it in one Triton pass, and
 #    pulls the peers' averaged chunks back, between stream-ordered barriers. A reduce-scatter then
 #    an all-gather, moved by DMA, as torch's `_low_contention_reduce_scatter` and
-#    `_low_contention_all_gather` do;
+#    `_low_contention_all_gather` do. Issued one by one, a bucket's copies, barriers and kernel
+#    cost the CPU a few µs each inside backward's hooks, where the CPU is what keeps the GPU fed; so
+#    after the first step each bucket's work is captured once as a CUDA graph, and its hook
+#    replays it with one launch;
 # 4. **ZeRO-1** (Rajbhandari et al., 2020): the gradients reduce-scattered, each rank keeps and
 #    updates AdamW's moments for its $1/n$ shard, then the parameters are all-gathered.
 #
@@ -494,6 +497,7 @@ if GPU:
 # %%
 display(python_source(cw.adamw_))
 display(python_source(cw.PeerBuffer.all_reduce_mean))
+display(python_source(cw.PeerBuffer.capture))
 
 # %% tags=["hide-input", "hide-output"] summary="Run the workers: the check against one process (table), and on the GPUs the step times"
 if GPU:
