@@ -969,9 +969,14 @@ COPY_ENGINES = "buckets, copy engines"
 """The all-reduce in the same buckets, overlapped the same way, without NCCL: each rank pulls its
 chunk of the bucket from every peer's gradients, averages it, and pulls the peers' averaged
 chunks back (:class:`PeerBuffer`); on GPUs the pulls are copy-engine transfers over NVLink, so
-the only SM work is the averaging. From the second step on, each bucket's work is one CUDA graph
-replayed from the hook (:meth:`PeerBuffer.capture`)."""
-DP_VARIANTS = ("allreduce", *OVERLAP_VARIANTS, COPY_ENGINES, "ddp", "zero1")
+the only SM work is the averaging. Each bucket's copies, barriers and kernel are issued one by one
+from the hook."""
+COPY_ENGINES_GRAPHS = "buckets, copy engines, CUDA graphs"
+""":data:`COPY_ENGINES` with each bucket's work captured once, after the first step, as a CUDA graph
+that the hook replays with one launch (:meth:`PeerBuffer.capture`): the same work on the GPU,
+a few µs of CPU per copy and kernel less inside backward's hooks."""
+COPY_ENGINE_VARIANTS = (COPY_ENGINES, COPY_ENGINES_GRAPHS)
+DP_VARIANTS = ("allreduce", *OVERLAP_VARIANTS, *COPY_ENGINE_VARIANTS, "ddp", "zero1")
 PHASES = ("forward", "backward", "comm", "optimizer")
 """A step's phases, each timed on the compute stream: ``forward`` (zeroing the gradients, the
 forward and the loss), ``backward``, ``comm`` (the gradient reduction, or what is left of it
@@ -988,8 +993,8 @@ class Trainer:
       (async) from a ``register_post_accumulate_grad_hook`` as soon as backward has finished its
       gradients, on the group :func:`grad_group` gives for the variant's options;
     * :data:`COPY_ENGINES`: the same buckets, each averaged by pulls from the peers' gradients
-      (:meth:`PeerBuffer.start_mean`) on a stream of its own (CUDA) that waits for the bucket,
-      eagerly in the first step and from a CUDA graph per bucket after it;
+      (:meth:`PeerBuffer.start_mean`) on a stream of its own (CUDA) that waits for the bucket;
+      :data:`COPY_ENGINES_GRAPHS` the same, from a CUDA graph per bucket after the first step;
     * ``ddp``: ``torch.nn.parallel.DistributedDataParallel`` (its own buckets and overlap);
     * ``zero1``: the flat gradients reduce-scattered, each rank steps AdamW on its shard (moments
       for the shard only), then the parameters all-gathered.
@@ -1015,7 +1020,7 @@ class Trainer:
         if variant == "ddp":
             self.model = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=bucket_mb,
                                                                    gradient_as_bucket_view=True)
-        if variant == COPY_ENGINES:
+        if variant in COPY_ENGINE_VARIANTS:
             self.peer = PeerBuffer(flat_numel(model, world), rank, world, dev)
         if variant != "ddp":
             self.flat_p, self.flat_g, spans = flat_layout(model, world, dev, self.peer and self.peer.local)
@@ -1026,7 +1031,7 @@ class Trainer:
             self.lo, self.hi = rank * shard, (rank + 1) * shard
             self.m, self.v = torch.zeros(shard, device=dev), torch.zeros(shard, device=dev)
             self.state_bytes = self.m.nbytes + self.v.nbytes
-        if variant in (*OVERLAP_VARIANTS, COPY_ENGINES):  # spans of the flat gradient, in the order backward finishes them
+        if variant in (*OVERLAP_VARIANTS, *COPY_ENGINE_VARIANTS):  # spans of the flat gradient, in the order backward finishes them
             if variant in OVERLAP_VARIANTS:
                 self.group = grad_group(**OVERLAP_VARIANTS[variant])
             limit = int(bucket_mb * 2**20 / 4)
@@ -1055,7 +1060,7 @@ class Trainer:
         """One training step; the stamps (:func:`_stamp`) between its :data:`PHASES`."""
         self.steps_done += 1
         step, variant, flat_g = self.steps_done, self.variant, self.flat_g
-        if self.peer is not None and step == 2:  # step 1 ran every bucket eagerly: each is captured once
+        if variant == COPY_ENGINES_GRAPHS and step == 2:  # step 1 ran every bucket eagerly: each is captured once
             self.peer.capture([(a, b) for a, b, _ in self.buckets])
         x, y = batch(step, self.rows, self.global_batch, self.width, self.dev)
         marks = [_stamp()]
@@ -1070,7 +1075,7 @@ class Trainer:
         marks.append(_stamp())
         if variant == "allreduce":
             dist.all_reduce(flat_g, op=self.op)
-        elif variant in (*OVERLAP_VARIANTS, COPY_ENGINES):
+        elif variant in (*OVERLAP_VARIANTS, *COPY_ENGINE_VARIANTS):
             for h in self.handles:
                 h.wait()
             self.handles.clear()
