@@ -109,7 +109,7 @@ if GPU:
 # PERFORMANCE.md](https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md)). Bus
 # bandwidth is comparable to the link's 450 GB/s whatever the collective and the number of GPUs.
 
-# %% tags=["hide-input"] summary="The prediction, in numbers"
+# %% tags=["hide-input", "hide-output"] summary="The prediction, in numbers (table)"
 # Written before measuring. NCCL's all-reduce step on NVLink costs about ALPHA_GUESS (a kernel
 # launch, a flag across the link, the protocol's handshake), and its bus bandwidth reaches
 # about 80 % of the link (NVLink's packet headers and flow control take the rest).
@@ -477,12 +477,9 @@ if GPU:
 # 3. **buckets by copy engines**: the gradients in symmetric memory, each bucket averaged by
 #    *pulls*: a rank copies its chunk from every peer (`cudaMemcpyAsync` from the peer's mapped
 #    memory: the copy engines carry it over NVLink, no SM), averages it in one Triton pass, and
-#    pulls the peers' averaged chunks back, between stream-ordered barriers. A reduce-scatter then
-#    an all-gather, moved by DMA, as torch's `_low_contention_reduce_scatter` and
-#    `_low_contention_all_gather` do. Twice: issued one by one from the hook, a few µs of CPU
-#    each for a bucket's copies, barriers and kernel inside backward's hooks, where the CPU is what
-#    keeps the GPU fed; and **from CUDA graphs**: after the first step each bucket's work is
-#    captured once (`PeerBuffer.capture`), and its hook replays it with one launch;
+#    pulls the peers' averaged chunks back, between stream-ordered barriers: a reduce-scatter and
+#    an all-gather by DMA, as torch's `_low_contention_reduce_scatter` and `_low_contention_all_gather`.
+#    Issued from the hook one by one, and **from CUDA graphs** (`PeerBuffer.capture`);
 # 4. **ZeRO-1** (Rajbhandari et al., 2020): the gradients reduce-scattered, each rank keeps and
 #    updates AdamW's moments for its $1/n$ shard, then the parameters are all-gathered.
 #
@@ -650,9 +647,9 @@ else:
 # holds SMs while it runs); beside the pulls they do not, and the backward loses only the memory
 # bandwidth the pulls and the averaging share with it. On 4 GPUs a rank pulls 3/4 of each bucket
 # twice (1/2 on 2), one peer after another, and that chain outlasts the backward. (A stream per
-# peer, tried, was slower on both machines: its copies waited for the backward.) Graphs change
-# only the CPU's side: where the host is slow to launch, the eager pulls start late, and one
-# launch per bucket gets them going sooner. The headlines take the fastest way in the run.
+# peer, tried, was slower on both machines: its copies waited for the backward.) A graph is one
+# launch per bucket where the hook issued $2n + 1$ (two barriers, $2(n-1)$ copies, one kernel), so
+# its pulls start sooner. The headlines take the fastest way in the run.
 
 # %% [markdown]
 # ## 5. Beyond this machine
