@@ -858,6 +858,7 @@ class PeerBuffer:
                           for j in range(world)]
             self.stream = None
         self.scratch = torch.empty(0, device=dev)
+        self.graphs: dict[tuple[int, int], torch.cuda.CUDAGraph] = {}
 
     def barrier(self) -> None:
         """Every rank reaches this point: on CUDA in stream order (the symmetric memory's own
@@ -899,6 +900,52 @@ class PeerBuffer:
             if phi > plo:
                 self.local[plo:phi].copy_(self.peers[j][plo:phi])
 
+    def capture(self, spans: list[tuple[int, int]]) -> None:
+        """Capture :meth:`all_reduce_mean` of each span in ``spans`` as a CUDA graph of its own,
+        on the pulls' stream; :meth:`start_mean` then replays it. A replay is one launch of the
+        graph for the bucket's two barriers, ``2 (world - 1)`` copies and one Triton kernel, where
+        issuing them one by one costs the CPU a few µs each inside backward's hooks. Nothing runs
+        while capturing. Every rank must capture the same spans in the same order, after one eager
+        call (Triton compiles on its first launch, which a capture cannot hold). The scratch
+        buffer is sized for the largest span first: a capture must not allocate. No-op on the CPU."""
+        if self.stream is None:
+            return
+        biggest = max((self.chunk(a, b, self.rank)[1] - self.chunk(a, b, self.rank)[0] for a, b in spans), default=0)
+        if self.scratch.numel() < (self.world - 1) * biggest:
+            self.scratch = torch.empty((self.world - 1) * biggest, device=self.dev)
+        torch.cuda.synchronize(self.dev)
+        for a, b in spans:
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, stream=self.stream):
+                self.all_reduce_mean(a, b)
+            self.graphs[(a, b)] = graph
+
+    def start_mean(self, a: int, b: int) -> None:
+        """Start :meth:`all_reduce_mean` of ``local[a:b]`` once the current stream has written it:
+        on CUDA on the pulls' own stream, from its captured graph (:meth:`capture`) when there is
+        one, so the current stream goes on at once; on the CPU it runs here and returns when done.
+        :meth:`finish` ends every mean started."""
+        if self.stream is None:
+            self.all_reduce_mean(a, b)
+            return
+        self.stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(self.stream):
+            if (a, b) in self.graphs:
+                self.graphs[(a, b)].replay()
+            else:
+                self.all_reduce_mean(a, b)
+
+    def finish(self) -> None:
+        """The ranks meet after the last mean started, and the current stream waits for the
+        pulls' stream: after this the peers have read everything they pull from ``local``, so it
+        may be written again (the next step's zeroing)."""
+        if self.stream is None:
+            self.barrier()
+            return
+        with torch.cuda.stream(self.stream):
+            self.barrier()
+        torch.cuda.current_stream().wait_stream(self.stream)
+
     def close(self) -> None:
         """Remove the CPU buffers' files (CUDA's memory is freed with the tensors)."""
         if self.folder is not None:
@@ -922,8 +969,14 @@ COPY_ENGINES = "buckets, copy engines"
 """The all-reduce in the same buckets, overlapped the same way, without NCCL: each rank pulls its
 chunk of the bucket from every peer's gradients, averages it, and pulls the peers' averaged
 chunks back (:class:`PeerBuffer`); on GPUs the pulls are copy-engine transfers over NVLink, so
-the only SM work is the averaging."""
-DP_VARIANTS = ("allreduce", *OVERLAP_VARIANTS, COPY_ENGINES, "ddp", "zero1")
+the only SM work is the averaging. Each bucket's copies, barriers and kernel are issued one by one
+from the hook."""
+COPY_ENGINES_GRAPHS = "buckets, copy engines, CUDA graphs"
+""":data:`COPY_ENGINES` with each bucket's work captured once, after the first step, as a CUDA graph
+that the hook replays with one launch (:meth:`PeerBuffer.capture`): the same work on the GPU,
+a few µs of CPU per copy and kernel less inside backward's hooks."""
+COPY_ENGINE_VARIANTS = (COPY_ENGINES, COPY_ENGINES_GRAPHS)
+DP_VARIANTS = ("allreduce", *OVERLAP_VARIANTS, *COPY_ENGINE_VARIANTS, "ddp", "zero1")
 PHASES = ("forward", "backward", "comm", "optimizer")
 """A step's phases, each timed on the compute stream: ``forward`` (zeroing the gradients, the
 forward and the loss), ``backward``, ``comm`` (the gradient reduction, or what is left of it
@@ -940,7 +993,8 @@ class Trainer:
       (async) from a ``register_post_accumulate_grad_hook`` as soon as backward has finished its
       gradients, on the group :func:`grad_group` gives for the variant's options;
     * :data:`COPY_ENGINES`: the same buckets, each averaged by pulls from the peers' gradients
-      (:meth:`PeerBuffer.all_reduce_mean`) on a stream of its own (CUDA) that waits for the bucket;
+      (:meth:`PeerBuffer.start_mean`) on a stream of its own (CUDA) that waits for the bucket;
+      :data:`COPY_ENGINES_GRAPHS` the same, from a CUDA graph per bucket after the first step;
     * ``ddp``: ``torch.nn.parallel.DistributedDataParallel`` (its own buckets and overlap);
     * ``zero1``: the flat gradients reduce-scattered, each rank steps AdamW on its shard (moments
       for the shard only), then the parameters all-gathered.
@@ -966,7 +1020,7 @@ class Trainer:
         if variant == "ddp":
             self.model = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=bucket_mb,
                                                                    gradient_as_bucket_view=True)
-        if variant == COPY_ENGINES:
+        if variant in COPY_ENGINE_VARIANTS:
             self.peer = PeerBuffer(flat_numel(model, world), rank, world, dev)
         if variant != "ddp":
             self.flat_p, self.flat_g, spans = flat_layout(model, world, dev, self.peer and self.peer.local)
@@ -977,7 +1031,7 @@ class Trainer:
             self.lo, self.hi = rank * shard, (rank + 1) * shard
             self.m, self.v = torch.zeros(shard, device=dev), torch.zeros(shard, device=dev)
             self.state_bytes = self.m.nbytes + self.v.nbytes
-        if variant in (*OVERLAP_VARIANTS, COPY_ENGINES):  # spans of the flat gradient, in the order backward finishes them
+        if variant in (*OVERLAP_VARIANTS, *COPY_ENGINE_VARIANTS):  # spans of the flat gradient, in the order backward finishes them
             if variant in OVERLAP_VARIANTS:
                 self.group = grad_group(**OVERLAP_VARIANTS[variant])
             limit = int(bucket_mb * 2**20 / 4)
@@ -999,17 +1053,15 @@ class Trainer:
             return
         if self.peer is None:
             self.handles.append(dist.all_reduce(self.flat_g[bk[0]:bk[1]], op=self.op, group=self.group, async_op=True))
-        elif self.peer.stream is None:
-            self.peer.all_reduce_mean(bk[0], bk[1])
-        else:  # on the pulls' own stream, once the backward's stream has finished the bucket
-            self.peer.stream.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(self.peer.stream):
-                self.peer.all_reduce_mean(bk[0], bk[1])
+        else:
+            self.peer.start_mean(bk[0], bk[1])
 
     def step(self) -> list:
         """One training step; the stamps (:func:`_stamp`) between its :data:`PHASES`."""
         self.steps_done += 1
         step, variant, flat_g = self.steps_done, self.variant, self.flat_g
+        if variant == COPY_ENGINES_GRAPHS and step == 2:  # step 1 ran every bucket eagerly: each is captured once
+            self.peer.capture([(a, b) for a, b, _ in self.buckets])
         x, y = batch(step, self.rows, self.global_batch, self.width, self.dev)
         marks = [_stamp()]
         if flat_g is not None:
@@ -1023,19 +1075,14 @@ class Trainer:
         marks.append(_stamp())
         if variant == "allreduce":
             dist.all_reduce(flat_g, op=self.op)
-        elif variant in (*OVERLAP_VARIANTS, COPY_ENGINES):
+        elif variant in (*OVERLAP_VARIANTS, *COPY_ENGINE_VARIANTS):
             for h in self.handles:
                 h.wait()
             self.handles.clear()
             for bk in self.buckets:
                 bk[2] = 0
             if self.peer is not None:  # the peers have pulled the last chunks before the next step zeroes them
-                if self.peer.stream is None:
-                    self.peer.barrier()
-                else:
-                    with torch.cuda.stream(self.peer.stream):
-                        self.peer.barrier()
-                    torch.cuda.current_stream().wait_stream(self.peer.stream)
+                self.peer.finish()
         if self.divide and variant in ("allreduce", *OVERLAP_VARIANTS):
             flat_g.div_(self.world)
         if variant == "zero1":
