@@ -907,7 +907,8 @@ class PeerBuffer:
         issuing them one by one costs the CPU a few µs each inside backward's hooks. Nothing runs
         while capturing. Every rank must capture the same spans in the same order, after one eager
         call (Triton compiles on its first launch, which a capture cannot hold). The scratch
-        buffer is sized for the largest span first: a capture must not allocate. No-op on the CPU."""
+        buffer is sized for the largest span first, so that every graph reads the one buffer and
+        no later call reallocates it from under them. No-op on the CPU."""
         if self.stream is None:
             return
         biggest = max((self.chunk(a, b, self.rank)[1] - self.chunk(a, b, self.rank)[0] for a, b in spans), default=0)
