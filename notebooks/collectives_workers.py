@@ -874,6 +874,12 @@ class PeerBuffer:
         lo = min(b, a + j * size)
         return lo, min(b, lo + size)
 
+    def _reserve(self, n: int) -> None:
+        """Grow the scratch buffer to hold a chunk of ``n`` float32 elements from each of the
+        ``world - 1`` peers (it never shrinks, so a captured graph's reads stay valid)."""
+        if self.scratch.numel() < (self.world - 1) * n:
+            self.scratch = torch.empty((self.world - 1) * n, device=self.dev)
+
     def all_reduce_mean(self, a: int, b: int) -> None:
         """Average ``local[a:b]`` over the ranks, in place on every rank; issued on the current
         stream (asynchronous on CUDA). Every rank must call it with the same span, in the same
@@ -886,8 +892,7 @@ class PeerBuffer:
         lo, hi = self.chunk(a, b, self.rank)
         n = hi - lo
         order = [(self.rank + step) % self.world for step in range(1, self.world)]
-        if self.scratch.numel() < (self.world - 1) * n:
-            self.scratch = torch.empty((self.world - 1) * n, device=self.dev)
+        self._reserve(n)
         self.barrier()  # every rank's span is complete
         if n:
             others = self.scratch[:(self.world - 1) * n].view(self.world - 1, n)
@@ -911,9 +916,8 @@ class PeerBuffer:
         no later call reallocates it from under them. No-op on the CPU."""
         if self.stream is None:
             return
-        biggest = max((self.chunk(a, b, self.rank)[1] - self.chunk(a, b, self.rank)[0] for a, b in spans), default=0)
-        if self.scratch.numel() < (self.world - 1) * biggest:
-            self.scratch = torch.empty((self.world - 1) * biggest, device=self.dev)
+        chunks = (self.chunk(a, b, self.rank) for a, b in spans)
+        self._reserve(max((hi - lo for lo, hi in chunks), default=0))
         torch.cuda.synchronize(self.dev)
         for a, b in spans:
             graph = torch.cuda.CUDAGraph()
