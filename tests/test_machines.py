@@ -342,6 +342,15 @@ def test_the_results_table_has_a_column_per_machine_and_the_ratio(two_machines):
     row = next(line for line in results_table(goals, None, [h200]).split("\n") if "vs\\_torch" in line)
     assert row.endswith("| ≥ 1.2×, **missed**; ≥ 1×, met | — |"), row
 
+    # a label per run (the collectives' "1 → 2 GPUs" and "1 → 4 GPUs"): shared clauses once, then each ending
+    def scaled(record, gpus):
+        return dataclasses.replace(record, headline={**record.headline, "vs_torch": dataclasses.replace(
+            record.headline["vs_torch"], label=f"Scaling efficiency, 1 → {gpus} GPUs")})
+    both = "| Scaling efficiency, 1 → 2 GPUs / 1 → 4 GPUs |"
+    assert both in results_table(scaled(h100, 2), None, [scaled(h200, 4)])
+    assert both in headline_table(scaled(h100, 2), [scaled(h200, 4)])
+    assert "| Scaling efficiency, 1 → 2 GPUs |" in results_table(scaled(h100, 2), None, [scaled(h200, 2)])
+
     single = results_table(h100, list(FIGURES[H100]))  # one machine: as before, no ratio column
     assert "| Result | Value | Goal | Measured against |" in single and " / " not in single.split("\n")[2]
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import html
 import json
+import os
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -183,6 +184,24 @@ def _first(records: list[FreezeRecord], name: str) -> Headline:
     return next(r.headline[name] for r in records if name in r.headline)
 
 
+def headline_label(records: list[FreezeRecord], name: str) -> str:
+    """The table cell naming headline ``name`` across machines' ``records``: its label (the
+    name in code where none has one). Where the machines' runs label it differently, as a
+    figure about "1 → 2 GPUs" on one machine and "1 → 4 GPUs" on another, the clauses they
+    share (up to a comma) once and then each run's own ending, in the records' order, joined by " / "
+    ("Scaling efficiency, 1 → 2 GPUs / 1 → 4 GPUs"), so that no column reads under another
+    machine's words."""
+    labels = list(dict.fromkeys(r.headline[name].label for r in records if name in r.headline))
+    labels = [x for x in labels if x] or [None]
+    if labels == [None]:
+        return f"`{name}`"
+    if len(labels) == 1:
+        return table_cell(labels[0])
+    shared = os.path.commonprefix(labels)
+    shared = shared[:shared.rfind(", ") + 2] if ", " in shared else ""  # whole clauses only
+    return table_cell(shared + " / ".join(x[len(shared):] for x in labels))
+
+
 def headline_table(record: FreezeRecord, others: list[FreezeRecord] = ()) -> str:
     """The record's headline figures as a markdown table: what each is (its label, else its
     name), value (:func:`figure`), unit, how it was measured. With ``others`` (other machines'
@@ -203,7 +222,7 @@ def headline_table(record: FreezeRecord, others: list[FreezeRecord] = ()) -> str
         h = _first(records, name)
         values = [figure(r.headline[name].value, h.unit) if name in r.headline else "—" for r in records]
         quotients = [ratio_text(record.headline.get(name), r.headline.get(name)) for r in others]
-        rows.append(f"| {table_cell(h.label) if h.label else f'`{name}`'} | " + " | ".join(values + quotients)
+        rows.append(f"| {headline_label(records, name)} | " + " | ".join(values + quotients)
                     + f" | {table_cell(h.unit)} | {table_cell(h.description)} |")
     return "\n".join(rows)
 
@@ -250,7 +269,7 @@ def results_table(record: FreezeRecord, order: list[str] | None = None, others: 
             + (" (stale: a run of older code)" if r.machine_name in stale else "") for r in others)
     for name in _headline_names(records, order):
         h = _first(records, name)
-        label = table_cell(h.label) if h.label else f"`{name}`"
+        label = headline_label(records, name)
         values = [_with_unit(r.headline[name].value, r.headline[name].unit) if name in r.headline else "—"
                   for r in records]
         values += [ratio_text(record.headline.get(name), r.headline.get(name)) for r in others]

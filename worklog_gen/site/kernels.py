@@ -19,6 +19,7 @@ from worklog_gen.freeze.render import (
     RATIO_UNITS,
     RenderedPage,
     _with_unit,
+    headline_label,
     headline_table,
     machine_labels,
     ratio_text,
@@ -85,14 +86,13 @@ def comparison_table(topics: list[_Topic]) -> str:
         names = list(dict.fromkeys(n for r in records for n in r.headline))
         for name in names:
             by_machine = {r.machine_name: r.headline.get(name) for r in records}
-            h = next(x for x in by_machine.values() if x is not None)
             values = [(_with_unit(by_machine[m].value, by_machine[m].unit) + (" (stale)" if m in stale else ""))
                       if by_machine.get(m) else "—" for m in machines]
             first = records[0]
             ratios = [f"{ratio_text(first.headline.get(name), r.headline.get(name))} "
                       f"({table_cell(label[r.machine_name])} / {table_cell(label[first.machine_name])})"
                       for r in records[1:] if name in r.headline and name in first.headline]
-            rows.append(f"| {t.link} | {table_cell(h.label) if h.label else f'`{name}`'} | " + " | ".join(values)
+            rows.append(f"| {t.link} | {headline_label(records, name)} | " + " | ".join(values)
                         + f" | {'; '.join(ratios) or '—'} |")
     return "\n".join(rows)
 
