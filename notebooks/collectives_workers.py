@@ -457,34 +457,52 @@ def one_shot_kernel(buf_ptrs, pad_ptrs, out_ptr, n, rank, WORLD: tl.constexpr, B
 
 
 @triton.jit
-def two_shot_kernel(buf_ptrs, pad_ptrs, chunk, rank, WORLD: tl.constexpr, BLOCK: tl.constexpr,
-                    DTYPE: tl.constexpr, SYNC: tl.constexpr = True):
-    """Sum the ranks' buffers in place: each rank's buffer ends holding the sum.
+def two_shot_kernel(buf_ptrs, stage_ptrs, pad_ptrs, chunk, rank, WORLD: tl.constexpr, BLOCK: tl.constexpr,
+                    DTYPE: tl.constexpr, SYNC: tl.constexpr = True, SHOT: tl.constexpr = 0):
+    """Sum the ranks' buffers in place: each rank's buffer ends holding the sum. Every byte
+    crosses NVLink as a store: no rank loads from a peer.
 
     ``buf_ptrs``: int64[WORLD], each rank's buffer of ``WORLD * chunk`` elements of ``DTYPE``
     (``chunk`` an argument, so that Triton sees when it divides by 16 and issues 16-byte loads
-    and stores). Rank r owns chunk r: it reads chunk r of
-    every peer and sums it (the reduce-scatter), then stores the sum into chunk r of every
-    peer's buffer (the all-gather, by writes). Each rank moves 2(WORLD−1)/WORLD of the
-    buffer over its links, as a ring does, in two steps instead of 2(WORLD−1). Barriers as
-    :func:`one_shot_kernel`'s; the second one also says "your chunk r is written"."""
+    and stores); ``stage_ptrs``: int64[WORLD], each rank's staging buffer of the same size. Rank
+    r owns chunk r. First shot (the reduce-scatter, by writes): rank r stores chunk q of its
+    buffer into slot r of rank q's stage, for every peer q; barrier 0. Second shot (the
+    all-gather, by writes): rank r sums chunk r of its own buffer and the WORLD − 1 slots of
+    its own stage (local loads, fp32, its own rank first), and stores the sum into chunk r of
+    every rank's buffer; barrier 1. Each rank moves 2(WORLD−1)/WORLD of the buffer over its
+    links, as a ring does, in two steps instead of 2(WORLD−1). Block pid of every rank handles
+    the same elements, so its barriers (:func:`block_barrier`) are all the ordering it needs:
+    barrier 0 says "your slots are written, and I have read the chunks you will overwrite",
+    barrier 1 "your chunk r is written, and I have read my stage". ``SHOT`` 1 or 2 runs one
+    shot with its barrier (ranks simulated one after another on the CPU need every rank's
+    first shot before any second one); 0 both."""
     pid, programs = tl.program_id(0), tl.num_programs(0)
     LANES: tl.constexpr = triton.next_power_of_2(WORLD)  # the barrier's lane per peer
-    if SYNC:
-        block_barrier(pad_ptrs, rank, 0, WORLD, LANES)
-    for start in range(pid * BLOCK, chunk, programs * BLOCK):
-        local = start + tl.arange(0, BLOCK)
-        mask = local < chunk
-        offs = rank * chunk + local
-        acc = tl.zeros([BLOCK], dtype=tl.float32)
-        for peer in tl.static_range(WORLD):
-            src = tl.multiple_of(tl.load(buf_ptrs + peer).to(tl.pointer_type(DTYPE)), 16)
-            acc += tl.load(src + offs, mask=mask).to(tl.float32)
-        for peer in tl.static_range(WORLD):
-            dst = tl.multiple_of(tl.load(buf_ptrs + peer).to(tl.pointer_type(DTYPE)), 16)
-            tl.store(dst + offs, acc.to(DTYPE), mask=mask)
-    if SYNC:
-        block_barrier(pad_ptrs, rank, 1, WORLD, LANES)
+    mine = tl.multiple_of(tl.load(buf_ptrs + rank).to(tl.pointer_type(DTYPE)), 16)
+    if SHOT != 2:
+        for start in range(pid * BLOCK, chunk, programs * BLOCK):
+            local = start + tl.arange(0, BLOCK)
+            mask = local < chunk
+            for k in tl.static_range(1, WORLD):
+                peer = (rank + k) % WORLD
+                slot = tl.multiple_of(tl.load(stage_ptrs + peer).to(tl.pointer_type(DTYPE)), 16) + rank * chunk
+                tl.store(slot + local, tl.load(mine + peer * chunk + local, mask=mask), mask=mask)
+        if SYNC:
+            block_barrier(pad_ptrs, rank, 0, WORLD, LANES)
+    if SHOT != 1:
+        stage = tl.multiple_of(tl.load(stage_ptrs + rank).to(tl.pointer_type(DTYPE)), 16)
+        for start in range(pid * BLOCK, chunk, programs * BLOCK):
+            local = start + tl.arange(0, BLOCK)
+            mask = local < chunk
+            acc = tl.load(mine + rank * chunk + local, mask=mask).to(tl.float32)
+            for k in tl.static_range(1, WORLD):
+                acc += tl.load(stage + ((rank + k) % WORLD) * chunk + local, mask=mask).to(tl.float32)
+            total = acc.to(DTYPE)
+            for k in tl.static_range(WORLD):
+                dst = tl.multiple_of(tl.load(buf_ptrs + (rank + k) % WORLD).to(tl.pointer_type(DTYPE)), 16)
+                tl.store(dst + rank * chunk + local, total, mask=mask)
+        if SYNC:
+            block_barrier(pad_ptrs, rank, 1, WORLD, LANES)
 
 TL_DTYPE = {torch.float32: tl.float32, torch.float16: tl.float16, torch.bfloat16: tl.bfloat16}
 
@@ -507,16 +525,22 @@ def one_shot(buf_ptrs: torch.Tensor, pad_ptrs: torch.Tensor, out: torch.Tensor, 
     return out
 
 
-def two_shot(buf_ptrs: torch.Tensor, pad_ptrs: torch.Tensor, n: int, dtype: torch.dtype, rank: int, *,
-             blocks: int = 132, block: int = 2048, num_warps: int = 8, sync: bool = True) -> None:
+def two_shot(buf_ptrs: torch.Tensor, stage_ptrs: torch.Tensor, pad_ptrs: torch.Tensor, n: int, dtype: torch.dtype,
+             rank: int, *, blocks: int = 132, block: int = 2048, num_warps: int = 8, sync: bool = True,
+             shot: int = 0) -> None:
     """Launch :func:`two_shot_kernel`: each rank's buffer (``n`` elements of ``dtype``, ``n``
-    divisible by the world size) ends holding the sum of all of them."""
+    divisible by the world size) ends holding the sum of all of them; ``stage_ptrs`` address
+    each rank's staging buffer of ``n`` elements. ``shot`` 1 or 2: that shot alone (0: both).
+    Every rank must launch the same ``blocks`` (the barrier pairs block pid with block pid).
+
+    Raises:
+        ValueError: ``n`` not divisible by the world size."""
     world = buf_ptrs.numel()
     if n % world:
         raise ValueError(f"two-shot needs n divisible by the world size, got {n} and {world}")
     blocks = max(1, min(blocks, triton.cdiv(n // world, block)))
-    two_shot_kernel[(blocks,)](buf_ptrs, pad_ptrs, n // world, rank, WORLD=world, BLOCK=block, DTYPE=TL_DTYPE[dtype],
-                               SYNC=sync, num_warps=num_warps)
+    two_shot_kernel[(blocks,)](buf_ptrs, stage_ptrs, pad_ptrs, n // world, rank, WORLD=world, BLOCK=block,
+                               DTYPE=TL_DTYPE[dtype], SYNC=sync, SHOT=shot, num_warps=num_warps)
 
 
 PAD_BYTES = 64 * 1024
@@ -599,6 +623,7 @@ def task_allreduce(rank: int, world: int, sizes: tuple[int, ...] = (2**18, 2**27
     inputs = [torch.randn(n, generator=g).to(dtype) for _ in range(world)]
     ref = torch.stack(inputs).double().sum(0)
     sb = SymmBuffer(n, dtype)
+    stage = SymmBuffer(n, dtype)  # the two-shot's staging buffer (its signal pad unused)
 
     def load():
         sb.buf.copy_(inputs[rank].to(dev))
@@ -620,7 +645,7 @@ def task_allreduce(rank: int, world: int, sizes: tuple[int, ...] = (2**18, 2**27
         return one_shot(sb.buf_ptrs, sb.pad_ptrs, out, rank, blocks=min(sms, sb.max_blocks))
 
     def two_shot_here():
-        two_shot(sb.buf_ptrs, sb.pad_ptrs, n, dtype, rank, blocks=min(sms, sb.max_blocks))
+        two_shot(sb.buf_ptrs, stage.buf_ptrs, sb.pad_ptrs, n, dtype, rank, blocks=min(sms, sb.max_blocks))
         return sb.buf
 
     def nccl_here():
@@ -640,7 +665,7 @@ def task_allreduce(rank: int, world: int, sizes: tuple[int, ...] = (2**18, 2**27
         check("torch symm_mem two_shot_all_reduce_", lambda: two_shot_sum(sb.buf, "sum", sb.group))
     else:
         notes.append("torch.ops.symm_mem.two_shot_all_reduce_ is missing in this torch")
-    del sb
+    del sb, stage
 
     def timer(fn_calls, rounds=1):
         fn, calls = fn_calls
@@ -649,17 +674,19 @@ def task_allreduce(rank: int, world: int, sizes: tuple[int, ...] = (2**18, 2**27
     for nbytes in sizes:
         n = nbytes // dtype.itemsize // world * world
         sb = SymmBuffer(n, dtype)  # ours (our kernels use its signal pad)
+        stage = SymmBuffer(n, dtype)  # the two-shot's staging buffer
         sb.buf.copy_(torch.randn(n, device=dev).to(dtype))
         theirs = SymmBuffer(n, dtype)  # torch's ops, with their own signal pad
         theirs.buf.copy_(sb.buf)
         x = sb.buf.clone()
         out = torch.empty_like(x)
-        blocks = _pick_blocks(sb, n, dtype, rank, sms, out)
+        blocks = _pick_blocks(sb, stage, n, dtype, rank, sms, out)
         launches[str(nbytes)] = blocks
         impls = {
             "NCCL eager": (lambda: dist.all_reduce(x), 1),
             "Triton one-shot": (lambda: one_shot(sb.buf_ptrs, sb.pad_ptrs, out, rank, **blocks["one"]), 1),
-            "Triton two-shot": (lambda: two_shot(sb.buf_ptrs, sb.pad_ptrs, n, dtype, rank, **blocks["two"]), 1),
+            "Triton two-shot": (lambda: two_shot(sb.buf_ptrs, stage.buf_ptrs, sb.pad_ptrs, n, dtype, rank,
+                                                 **blocks["two"]), 1),
         }
         graph_of = {"NCCL graph": impls["NCCL eager"][0], "Triton one-shot graph": impls["Triton one-shot"][0],
                     "Triton two-shot graph": impls["Triton two-shot"][0]}
@@ -686,7 +713,7 @@ def task_allreduce(rank: int, world: int, sizes: tuple[int, ...] = (2**18, 2**27
             if mine in impls and base in impls:
                 r = paired_ratio(impls[base], impls[mine], rounds=rounds, timer=timer)
                 pairs[f"{mine} vs {base} @ {nbytes}"] = _pair_dict(r)
-        del impls, graph_of, sb, theirs
+        del impls, graph_of, sb, stage, theirs
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
     return {"checks": checks, "times": times, "pairs": pairs, "notes": notes, "launches": launches, "world": world,
@@ -698,7 +725,7 @@ def _pair_dict(r) -> dict:
             "candidate_us": r.candidate_ms * 1e3, "rounds": r.rounds}
 
 
-def _pick_blocks(sb: SymmBuffer, n: int, dtype, rank: int, sms: int, out) -> dict:
+def _pick_blocks(sb: SymmBuffer, stage: SymmBuffer, n: int, dtype, rank: int, sms: int, out) -> dict:
     """The launch of each kernel, the fastest of a few by rank 0's eager timing, broadcast so every
     rank launches the same (the barrier pairs block pid with block pid): for the one-shot kernel
     its grid and, at 16 bytes a thread, 2,048 elements on 8 warps or 1,024 on 4 (the smaller
@@ -715,7 +742,7 @@ def _pick_blocks(sb: SymmBuffer, n: int, dtype, rank: int, sms: int, out) -> dic
             if kind == "one":
                 fn = lambda c=cfg: one_shot(sb.buf_ptrs, sb.pad_ptrs, out, rank, **c)
             else:
-                fn = lambda c=cfg: two_shot(sb.buf_ptrs, sb.pad_ptrs, n, dtype, rank, **c)
+                fn = lambda c=cfg: two_shot(sb.buf_ptrs, stage.buf_ptrs, sb.pad_ptrs, n, dtype, rank, **c)
             ms = time_ms(fn, reps=5, rounds=3)
             if best is None or ms < best[0]:
                 best = (ms, i)

@@ -97,19 +97,25 @@ for world, kind, dtype, n, blocks in [(2, "one", torch.float32, 1000, 3), (3, "o
     inputs = [torch.randn(n, generator=gen).to(dtype) + 0.5 for _ in range(world)]  # random, never zeros
     ref = torch.stack(inputs).double().sum(0)
     bufs = [x.clone() for x in inputs]
+    stages = [torch.full((n,), float("nan")).to(dtype) for _ in range(world)]  # poisoned
     pads = [torch.zeros(2, blocks, world, dtype=torch.int32) for _ in range(world)]  # [channel, block, sender]
     buf_ptrs, pad_ptrs = cw.pointer_table(bufs, "cpu"), cw.pointer_table(pads, "cpu")
+    stage_ptrs = cw.pointer_table(stages, "cpu")
     outs, pads_ok, delivered = [], True, True
-    for rank in range(world):
-        pads[rank][:, :, rank + 1:] = 1  # the flags of the ranks that run later
-        if kind == "one":
-            out = torch.full((n,), float("nan"), dtype=dtype)  # poisoned
-            cw.one_shot(buf_ptrs, pad_ptrs, out, rank, blocks=blocks, block=64, num_warps=1)
-            outs.append(out)
-        else:
-            cw.two_shot(buf_ptrs, pad_ptrs, n, dtype, rank, blocks=blocks, block=64, num_warps=1)
-        pads_ok &= bool((pads[rank] == 0).all())
-        delivered &= all(bool((pads[q][:, :, rank] == 1).all()) for q in range(world) if q != rank)
+    for shot in ((0,) if kind == "one" else (1, 2)):  # two-shot: every rank's first shot before any second one
+        channels = slice(max(shot - 1, 0), shot or 2)  # the barriers this launch passes
+        for rank in range(world):
+            if shot < 2:
+                pads[rank][:, :, rank + 1:] = 1  # the flags of the ranks that run later
+            if kind == "one":
+                out = torch.full((n,), float("nan"), dtype=dtype)  # poisoned
+                cw.one_shot(buf_ptrs, pad_ptrs, out, rank, blocks=blocks, block=64, num_warps=1)
+                outs.append(out)
+            else:
+                cw.two_shot(buf_ptrs, stage_ptrs, pad_ptrs, n, dtype, rank, blocks=blocks, block=64, num_warps=1,
+                            shot=shot)
+            pads_ok &= bool((pads[rank][channels] == 0).all())
+            delivered &= all(bool((pads[q][channels, :, rank] == 1).all()) for q in range(world) if q != rank)
     outs = outs if kind == "one" else bufs
     left = all(bool((pads[q][:, :, r] == int(r > q)).all()) for q in range(world) for r in range(world) if r != q)
     results.append({"world": world, "kind": kind, "dtype": str(dtype), "n": n,
@@ -169,7 +175,7 @@ def test_the_average_kernel_is_the_mean_of_the_chunk_and_its_pulled_copies():
 def test_two_shot_refuses_a_size_the_world_does_not_divide():
     ptrs = torch.zeros(3, dtype=torch.int64)
     with pytest.raises(ValueError, match="divisible"):
-        cw.two_shot(ptrs, ptrs, 1000, torch.float32, 0)
+        cw.two_shot(ptrs, ptrs, ptrs, 1000, torch.float32, 0)
 
 
 SM90 = r'''
@@ -192,8 +198,10 @@ out = {}
 for world in (2, 8):
     one = ptx(cw.one_shot_kernel, {"buf_ptrs": "*i64", "pad_ptrs": "*i64", "out_ptr": "*bf16", "n": "i32", "rank": "i32"},
               dict(WORLD=world, BLOCK=2048, SYNC=True), ["buf_ptrs", "pad_ptrs", "out_ptr", "n"])
-    two = ptx(cw.two_shot_kernel, {"buf_ptrs": "*i64", "pad_ptrs": "*i64", "chunk": "i32", "rank": "i32"},
-              dict(WORLD=world, BLOCK=2048, DTYPE=cw.tl.bfloat16, SYNC=True), ["buf_ptrs", "pad_ptrs", "chunk"])
+    two = ptx(cw.two_shot_kernel, {"buf_ptrs": "*i64", "stage_ptrs": "*i64", "pad_ptrs": "*i64", "chunk": "i32",
+                                    "rank": "i32"},
+              dict(WORLD=world, BLOCK=2048, DTYPE=cw.tl.bfloat16, SYNC=True, SHOT=0),
+              ["buf_ptrs", "stage_ptrs", "pad_ptrs", "chunk"])
     for name, text in (("one", one), ("two", two)):
         out[f"{name} {world}"] = {"atomics": sorted(set(re.findall(r"atom\.[\w.]+", text))),
                                   "sends": len(re.findall(r"atom\.global\.release", text)),
