@@ -301,7 +301,7 @@ else:
 # own send. It is the teaching version: each step is a separate NCCL call from Python, so it
 # pays Python's and NCCL's launch $2(n-1)$ times; its check is the "ring (send/recv)" row above.
 
-# %%
+# %% tags=["hide-input", "hide-output"] summary="The ring in code: ring_all_reduce, a step's send and receive posted together"
 display(python_source(cw.ring_all_reduce))
 
 # %% [markdown]
