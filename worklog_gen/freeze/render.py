@@ -188,12 +188,11 @@ def headline_label(records: list[FreezeRecord], name: str) -> str:
     """The table cell naming headline ``name`` across machines' ``records``: its label (the
     name in code where none has one). Where the machines' runs label it differently, as a
     figure about "1 → 2 GPUs" on one machine and "1 → 4 GPUs" on another, the clauses they
-    share (up to a comma) once and then each run's own ending, in the records' order, joined by " / "
-    ("Scaling efficiency, 1 → 2 GPUs / 1 → 4 GPUs"), so that no column reads under another
+    share (up to a comma) once and then each run's own ending, in the records' order, joined by
+    " / " ("Scaling efficiency, 1 → 2 GPUs / 1 → 4 GPUs"), so that no column reads under another
     machine's words."""
-    labels = list(dict.fromkeys(r.headline[name].label for r in records if name in r.headline))
-    labels = [x for x in labels if x] or [None]
-    if labels == [None]:
+    labels = [x for x in dict.fromkeys(r.headline[name].label for r in records if name in r.headline) if x]
+    if not labels:
         return f"`{name}`"
     if len(labels) == 1:
         return table_cell(labels[0])
