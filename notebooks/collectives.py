@@ -355,31 +355,6 @@ display(python_source(cw.two_shot_kernel))
 #     poisoned with NaN, at 1,000,002 elements (each rank's half a multiple of no block).
 
 # %% tags=["hide-input", "hide-output"] summary="CPU: the kernels with simulated peers. GPU: the six all-reduces, checked and timed (tables)"
-def simulated(kind: str, world: int = WORLD, n: int = 1001, dtype=torch.float32) -> float:
-    """Rel. error of the ``kind`` kernel ("one" or "two") run rank after rank in this process."""
-    n = n // world * world
-    gen = torch.Generator().manual_seed(7)
-    inputs = [torch.randn(n, generator=gen, dtype=dtype) + 0.5 for _ in range(world)]
-    ref = torch.stack(inputs).double().sum(0)
-    bufs, stages = [x.clone() for x in inputs], [torch.full((n,), float("nan"), dtype=dtype) for _ in range(world)]
-    pads = [torch.zeros(2, 4, world, dtype=torch.int32) for _ in range(world)]  # [channel, block, sender]
-    buf_ptrs, pad_ptrs = cw.pointer_table(bufs, "cpu"), cw.pointer_table(pads, "cpu")
-    stage_ptrs = cw.pointer_table(stages, "cpu")
-    outs = []
-    for shot in ((0,) if kind == "one" else (1, 2)):  # the two-shot: every rank's first shot, then the second
-        for rank in range(world):
-            if shot < 2:
-                pads[rank][:, :, rank + 1:] = 1  # the flags the later ranks would have sent
-            if kind == "one":
-                outs.append(cw.one_shot(buf_ptrs, pad_ptrs, torch.full((n,), float("nan"), dtype=dtype), rank,
-                                        blocks=4, block=128, num_warps=1))
-            else:
-                cw.two_shot(buf_ptrs, stage_ptrs, pad_ptrs, n, dtype, rank, blocks=4, block=128, num_warps=1,
-                            shot=shot)
-            assert (pads[rank][max(shot - 1, 0):shot or 2] == 0).all(), "a launch must reset its own flags"
-    return max(cw.relative_error(o, ref) for o in (outs if kind == "one" else bufs))
-
-
 if GPU:
     ar = cw.run("allreduce", WORLD, sizes=(SMALL, LARGE))
     save_data("allreduce.json", ar)
@@ -396,9 +371,11 @@ if GPU:
                   formats={"ratio": ".2f", "lo": ".2f", "hi": ".2f", "baseline_us": ".1f", "candidate_us": ".1f"},
                   caption="Paired: baseline and candidate in turn, alternating which goes first; ratio > 1: the candidate is faster"))
 else:
-    sim = [{"kernel": f"{k}-shot, {WORLD} simulated ranks", "rel_err": simulated(k)} for k in ("one", "two")]
+    sim = [{"kernel": f"{k}-shot, {WORLD} simulated ranks"} | cw.simulate(k, WORLD, 1000, blocks=4, block=128, seed=7)
+           for k in ("one", "two")]
     display(table(sim, formats={"rel_err": ".1e"}, caption="Triton interpreter, float32, 1,000 elements"))
-    assert all(r["rel_err"] < 1e-6 for r in sim), sim
+    assert all(r["rel_err"] < 1e-6 and r["same_on_every_rank"] and r["own_pad_reset"] and r["flags_delivered"]
+               for r in sim), sim
     print("CPU mode: symmetric memory, CUDA graphs and timings need the GPUs")
 
 # %% tags=["hide-input"] summary="Headlines: the hand-written all-reduce"
@@ -447,15 +424,20 @@ if GPU:
     peers = [t for t in ar["times"] if t["bytes"] == LARGE and not t["impl"].startswith("Triton")]
     best_peer = max(peers, key=lambda t: t["busbw"])
     nccl_best = max((r for r in sweep["rows"] if r["op"] == "all_reduce" and "error" not in r), key=lambda r: r["busbw"])
-    two_launch = ar.get("launches", {}).get(str(LARGE), {}).get("two")
-    launch_text = (f"{two_launch['blocks']} programs of {two_launch['block']:,} elements and {two_launch['num_warps']} warps "
-                   "(the fastest of 16 launches tried on rank 0)") if two_launch else "its default launch"
+
+    def launch_text(size: int, kind: str) -> str:
+        got = ar.get("launches", {}).get(str(size), {}).get(kind)
+        return (f"{got['blocks']} programs of {got['block']:,} elements and {got['num_warps']} warps"
+                if got else "its default launch")
+
     display(prose(
-        f"At 256 KiB the one-shot kernel takes {small_vs_eager['candidate_us']:.1f} µs against NCCL's "
+        f"At 256 KiB the one-shot kernel, launched as {launch_text(SMALL, 'one')} (the fastest replayed from a "
+        f"graph on rank 0), takes {small_vs_eager['candidate_us']:.1f} µs against NCCL's "
         f"{small_vs_eager['baseline_us']:.1f} µs eager ({small_vs_eager['ratio']:.2f}×, predicted ≥ 2) and "
         f"{small_vs_graph['baseline_us']:.1f} µs in a graph ({small_vs_graph['ratio']:.2f}×). At 128 MiB the two-shot "
         f"kernel reaches {large_busbw:.0f} GB/s of bus bandwidth, {large_busbw / cw.NVLINK_GBPS:.0%} of NVLink, "
-        f"{large['ratio']:.2f}× NCCL's time, launched as {launch_text}. {symm_text} "
+        f"{large['ratio']:.2f}× NCCL's time, launched as {launch_text(LARGE, 'two')} (the fastest eager launch on "
+        f"rank 0). {symm_text} "
         + (f"No peer in this run does better at 128 MiB: the best, {best_peer['impl']}, moves "
            if best_peer["busbw"] <= large_busbw else
            f"A peer does better at 128 MiB: {best_peer['impl']} moves ")
