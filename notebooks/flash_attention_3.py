@@ -36,11 +36,13 @@
 # - where each pass stops against cuDNN, in registers, clock and work per clock.
 
 # %% tags=["hide-input", "fa3"] summary="Imports and settings; the forward topic's reference and FLOP count"
+import functools
 import math
 import re
 
 import torch
 import triton
+import triton.language as tl
 from IPython.display import display
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
@@ -651,6 +653,101 @@ def _dq_add(dq_ptr, dq, q0, col0, HEAD_DIM: gl.constexpr, VEC2: gl.constexpr):
         gl.atomic_add(ptrs, dq, sem="relaxed")
 
 
+@gluon.constexpr_function
+def accumulator_order(cols: int) -> list[list[int]]:
+    """Where each element of a 64 x ``cols`` fp32 wgmma accumulator over 4 warps goes in a tile of dQ
+    staged for one bulk reduction: as linear-layout bases, offset bit by offset bit, the (row, column)
+    each adds. The order is the accumulator's own (Triton's NVMMADistributedLayout version 3, as
+    ``gl.to_linear_layout`` gives it, tested in tests/test_flash_attention_3_kernels.py): a register
+    pair of adjacent columns, then the 32 lanes, then the other registers, then the warps. So a warp's
+    store of its pairs covers 256 contiguous bytes (no bank conflict, no padding), and the tile reaches
+    global memory in that order, which the launcher undoes (:func:`accumulator_positions`);
+    FlashAttention-3 stages its dQ the same way (a tile in the accumulator's order, reordered by a
+    kernel after the backward)."""
+    columns = [[0, 1 << b] for b in range(3, cols.bit_length() - 1)]  # 8, 16, (32) columns on
+    return [[0, 1], [0, 2], [0, 4], [1, 0], [2, 0], [4, 0], [8, 0]] + columns + [[16, 0], [32, 0]]
+
+
+@gluon.constexpr_function
+def dq_tile_stage_layout(tiles, cols):
+    """dQ's staging tiles for one bulk reduction per tile: ``tiles`` of 64 x ``cols`` stacked as rows
+    (64 * tiles, cols), each in :func:`accumulator_order`, one after the other (Gluon 3.6 indexes no
+    buffer of this layout, so a tile is a slice of rows)."""
+    return gl.SharedLinearLayout(accumulator_order(cols) + [[64 << b, 0] for b in range(tiles.bit_length() - 1)])
+
+
+def accumulator_positions(cols: int) -> torch.Tensor:
+    """For each element of a 64 x ``cols`` tile, row-major, its position in the tile as staged in
+    :func:`accumulator_order` (int64, 64 * cols)."""
+    bases = accumulator_order(cols)
+    where = torch.empty(64 * cols, dtype=torch.int64)
+    for offset in range(64 * cols):
+        row = col = 0
+        for bit, (r, c) in enumerate(bases):
+            if offset >> bit & 1:
+                row, col = row ^ r, col ^ c
+        where[row * cols + col] = offset
+    return where
+
+
+@functools.cache
+def block_positions(d: int, device) -> torch.Tensor:
+    """For each element of a block of 64 queries' dQ (64 x d, row-major), its position in the block's chunk
+    of the buffer :func:`_dq_bulk_add` fills: the first warpgroup's 64 x d/2 columns, then the
+    second's, each in the accumulator's order (int32, 64 * d, on ``device``)."""
+    half = accumulator_positions(d // 2).view(64, d // 2)
+    return torch.cat([half, half + 64 * (d // 2)], dim=1).flatten().to(device=device, dtype=torch.int32)
+
+
+@triton.jit
+def dq_from_tiles(acc_ptr, where_ptr, dq_ptr, n, sm_scale, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr):
+    """dQ[bh, q, :] = sm_scale * its sum in the tiles :func:`_dq_bulk_add` filled, cast to dQ's
+    dtype: one program per block of BLOCK_M queries of a head, gathering the block's chunk of the buffer
+    through ``where_ptr`` (:func:`block_positions`) and storing rows below n. Plain Triton: it runs
+    under the interpreter."""
+    block = tl.program_id(0)
+    bh = tl.program_id(1).to(tl.int64)
+    rows = tl.arange(0, BLOCK_M)[:, None]
+    cols = tl.arange(0, HEAD_DIM)[None, :]
+    chunk = acc_ptr + (bh * tl.cdiv(n, BLOCK_M) + block) * BLOCK_M * HEAD_DIM
+    x = tl.load(chunk + tl.load(where_ptr + rows * HEAD_DIM + cols))
+    q = block * BLOCK_M + rows
+    tl.store(dq_ptr + (bh * n + q) * HEAD_DIM + cols, (x * sm_scale).to(dq_ptr.dtype.element_ty), mask=q < n)
+
+
+@gluon.jit
+def _dq_bulk_add(dq_ptr, dq, stage, stage_byte, chunk):
+    """Adds a 64 x d/2 fp32 tile of dQ (one warpgroup's columns for one block of 64 queries) to chunk
+    ``chunk`` of the buffer at dq_ptr (64 x d/2 floats a chunk) by TMA's bulk reduction: the tile goes to
+    ``stage`` in the accumulator's order (:func:`dq_tile_stage_layout`), then one thread issues
+    ``cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32`` (PTX ISA 8.0, sm_90) for all of it,
+    16 KiB at d = 128, added in L2 while the warpgroup goes on. The launcher puts the elements back in
+    place after the kernel (:func:`dq_from_tiles`).
+    Gluon 3.6 has no such operation and no way to name a shared buffer's address, so the inline PTX adds
+    ``stage_byte``, the stage's byte offset in the kernel's shared memory (from the buffer's
+    ``allocation.offset``, read back by :func:`dq_stage_byte`), to the ``global_smem`` symbol Triton's
+    PTX declares. A thread's bulk reductions are its own groups, and each warpgroup has two stages used
+    in turn: before writing one, the issuing thread waits until at most its newest reduction (from the
+    other stage) has not yet read its stage (``tma.store_wait(1)``, ``cp.async.bulk.wait_group.read 1``),
+    then the warpgroup meets."""
+    gl.static_assert(dq.shape[0] == 64, "a tile of 64 queries")
+    TILE: gl.constexpr = dq.shape[0] * dq.shape[1]
+    tma.store_wait(1)
+    cta_barrier()  # the stage read by the reduction that used it last
+    stage.store(dq)
+    fence_async_shared()  # the stores, seen by the async proxy that reads the stage
+    cta_barrier()
+    flat: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])
+    t = gl.arange(0, 32 * gl.num_warps(), layout=flat)  # thread t holds t: thread 0 issues
+    gl.inline_asm_elementwise(
+        "{\n\t.reg .pred p;\n\t.reg .b32 s;\n\tsetp.eq.s32 p, $1, 0;\n\tmov.u32 s, global_smem;\n\t"
+        "add.u32 s, s, $2;\n\t@p cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$3], [s], $4;\n\t"
+        "@p cp.async.bulk.commit_group;\n\tmov.b32 $0, 0;\n\t}",
+        "=r,r,r,l,r", [t, stage_byte + t * 0, (dq_ptr + chunk.to(gl.int64) * TILE + t * 0).to(gl.int64),
+                       gl.full(t.shape, TILE * 4, gl.int32, flat)],
+        dtype=gl.int32, is_pure=False, pack=1)
+
+
 @gluon.jit
 def _store_rows(ptr, x, row0, n, bh, HEAD_DIM: gl.constexpr):
     """ptr[bh, row0 + r, :] = x[r, :] for rows below n: dK and dV, once per program."""
@@ -918,7 +1015,8 @@ def _bwd_loader(q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem
 def _bwd_consumer(q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
                   qdo_empty, ds_smem, ds_full, dq_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr, sm_scale, qk_scale, n,
                   bh, k0, lo, steps, WHICH: gl.constexpr, CAUSAL: gl.constexpr, DQ_EARLY: gl.constexpr,
-                  DQ_VEC2: gl.constexpr, DQ_ADD: gl.constexpr, DQ: gl.constexpr):
+                  DQ_VEC2: gl.constexpr, DQ_ADD: gl.constexpr, DQ: gl.constexpr, dq_stage, dq_stage_byte,
+                  DQ_BULK: gl.constexpr):
     """One warpgroup: its 64 of the program's keys against every block of queries; their dK and dV, and
     half of dQ's columns from both warpgroups' dS."""
     BLOCK_M: gl.constexpr = q_desc.block_type.shape[1]
@@ -985,20 +1083,31 @@ def _bwd_consumer(q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_sm
             dq = warpgroup_mma(ds_smem.index(buf).permute((1, 0)), k_cols, dq_zero, use_acc=False)  # dQ = dS K
         if not DQ:
             pass
+        elif DQ_ADD and DQ_BULK:  # by TMA's bulk reduction, from stages 2 WHICH and 2 WHICH + 1 in turn
+            TILE_BYTES: gl.constexpr = BLOCK_M * (HEAD_DIM // 2) * 4
+            chunk = (q0 // BLOCK_M) * 2 + WHICH
+            if buf == 0:  # two calls: a slice of shared memory starts at a constant
+                _dq_bulk_add(dq_ptr, dq, dq_stage.slice(2 * WHICH * BLOCK_M, BLOCK_M, dim=0),
+                             dq_stage_byte + 2 * WHICH * TILE_BYTES, chunk)
+            else:
+                _dq_bulk_add(dq_ptr, dq, dq_stage.slice((2 * WHICH + 1) * BLOCK_M, BLOCK_M, dim=0),
+                             dq_stage_byte + (2 * WHICH + 1) * TILE_BYTES, chunk)
         elif DQ_ADD:
             _dq_add(dq_ptr, dq, q0, WHICH * (HEAD_DIM // 2), HEAD_DIM, DQ_VEC2)
         elif n < 0:  # never true, but the compiler cannot know: dQ's matmul stays, nothing is added (section 9)
             _dq_add(dq_ptr, dq, q0, WHICH * (HEAD_DIM // 2), HEAD_DIM, DQ_VEC2)
 
+    if DQ_BULK:
+        tma.store_wait(0)  # the last rows read before the program's shared memory goes
     _store_rows(dk_ptr, (dk * sm_scale).to(dtype), key0, n, bh, HEAD_DIM)
     _store_rows(dv_ptr, dv.to(dtype), key0, n, bh, HEAD_DIM)
 
 
 @gluon.jit
 def attention_bwd_ws(q_desc, k_desc, v_desc, do_desc, dq_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr, sm_scale,
-                     qk_scale, n, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, DQ_EARLY: gl.constexpr, DQ_VEC2: gl.constexpr,
+                     qk_scale, n, dq_stage_byte, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, DQ_EARLY: gl.constexpr, DQ_VEC2: gl.constexpr,
                      CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, DQ_ADD: gl.constexpr = True,
-                     DQ: gl.constexpr = True):
+                     DQ: gl.constexpr = True, DQ_BULK: gl.constexpr = False):
     BLOCK_M: gl.constexpr = q_desc.block_type.shape[1]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[1]
     dtype: gl.constexpr = q_desc.dtype
@@ -1017,6 +1126,11 @@ def attention_bwd_ws(q_desc, k_desc, v_desc, do_desc, dq_ptr, dk_ptr, dv_ptr, ls
     do_ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     qdo_empty = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     ds_full = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    HALF_D: gl.constexpr = q_desc.block_type.shape[2] // 2
+    if DQ_BULK:  # dQ's staging tiles, 64 x d/2 fp32: two per consumer, in the accumulator's order
+        dq_stage = gl.allocate_shared_memory(gl.float32, [4 * BLOCK_M, HALF_D], dq_tile_stage_layout(4, HALF_D))
+    else:  # a stand-in: the partitions take the same arguments
+        dq_stage = gl.allocate_shared_memory(gl.float32, [1, 4], gl.SwizzledSharedLayout(1, 1, 1, order=[1, 0]))
     mbarrier.init(kv_ready, count=1)
     for i in gl.static_range(NUM_STAGES):
         mbarrier.init(q_ready.index(i), count=1)
@@ -1027,13 +1141,58 @@ def attention_bwd_ws(q_desc, k_desc, v_desc, do_desc, dq_ptr, dk_ptr, dv_ptr, ls
     gl.warp_specialize([
         (_bwd_consumer, (q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
                          qdo_empty, ds_smem, ds_full, dq_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr, sm_scale, qk_scale,
-                         n, bh, k0, lo, steps, 0, CAUSAL, DQ_EARLY, DQ_VEC2, DQ_ADD, DQ)),
+                         n, bh, k0, lo, steps, 0, CAUSAL, DQ_EARLY, DQ_VEC2, DQ_ADD, DQ, dq_stage, dq_stage_byte, DQ_BULK)),
         (_bwd_consumer, (q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
                          qdo_empty, ds_smem, ds_full, dq_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr, sm_scale, qk_scale,
-                         n, bh, k0, lo, steps, 1, CAUSAL, DQ_EARLY, DQ_VEC2, DQ_ADD, DQ)),
+                         n, bh, k0, lo, steps, 1, CAUSAL, DQ_EARLY, DQ_VEC2, DQ_ADD, DQ, dq_stage, dq_stage_byte, DQ_BULK)),
         (_bwd_loader, (q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
                        qdo_empty, bh, k0, lo, steps)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
+
+
+# %% tags=["hide-input", "fa3"] summary="Where the dQ staging tile sits in shared memory (Gluon 3.6 cannot say)"
+_STAGE_BYTES: dict[str, int] = {}
+
+
+def dq_stage_byte(kernel) -> int:
+    """The byte offset, in the dynamic shared memory of a compiled :func:`attention_bwd_ws` with
+    ``DQ_BULK``, of its ``dq_stage`` buffer, which :func:`_dq_bulk_add`'s inline PTX addresses from the
+    ``global_smem`` symbol. Gluon 3.6 hands a kernel no shared buffer's address, and Triton assigns the
+    offsets while lowering to LLVM, after the TTGIR it keeps; so the kernel's final TTGIR is parsed and
+    the passes Triton's NVIDIA backend runs first in ``make_llir`` (up to ``allocate_shared_memory_nv``,
+    Triton 3.6's ``backends/nvidia/compiler.py``) are run again, and the buffer's ``allocation.offset``
+    read. The offset does not depend on the kernel's arguments, so it is found once per compiled
+    kernel. Raises RuntimeError if the buffer is not found."""
+    if kernel.hash not in _STAGE_BYTES:
+        import tempfile
+        from pathlib import Path
+
+        from triton._C.libtriton import ir, nvidia, passes
+        from triton.backends.nvidia.compiler import get_ptx_version_from_options
+
+        context = ir.context()
+        ir.load_dialects(context)
+        nvidia.load_dialects(context)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "kernel.ttgir"
+            path.write_text(kernel.asm["ttgir"], encoding="utf-8")
+            module = ir.parse_mlir_module(str(path), context)
+        module.context = context
+        arch = kernel.metadata.target.arch
+        pm = ir.pass_manager(context)
+        passes.ttgpuir.add_combine_tensor_select_and_if(pm)
+        passes.ttgpuir.add_allocate_warp_groups(pm)
+        passes.convert.add_scf_to_cf(pm)
+        passes.gluon.add_inliner(pm)
+        nvidia.passes.ttgpuir.add_allocate_shared_memory_nv(pm, arch, get_ptx_version_from_options(kernel.metadata, arch))
+        pm.run(module, "dq_stage_byte")
+        # the kernel's one fp32 buffer in shared memory (the others hold bf16 or fp16 tiles and mbarriers)
+        found = re.findall(r"local_alloc \{allocation\.offset = (\d+) : i32\} : \(\) -> !ttg\.memdesc<\d+x\d+xf32",
+                           str(module))
+        if len(found) != 1:
+            raise RuntimeError(f"dq_stage's allocation not found once in the kernel's shared memory ({len(found)} found)")
+        _STAGE_BYTES[kernel.hash] = int(found[0])
+    return _STAGE_BYTES[kernel.hash]
 
 
 # %% tags=["hide-input", "fa3"] summary="The backward's launcher: Δ, the padded dQ buffer, the grid"
@@ -1052,7 +1211,7 @@ BWD_VERSIONS = {
 def attention_backward_gluon(q, k, v, o, lse, do, causal: bool = False, *, version: str = "ws", num_stages: int = 2,
                              dq_early: bool = False, dq_vec2: bool = False, consumer_regs: int = 240,
                              loader_regs: int = 24, dq_add: bool = True, dq_kernel: bool = False, dq_ws: bool = False,
-                             dq_block_n: int = 128, dq_stages: int = 2,
+                             dq_block_n: int = 128, dq_stages: int = 2, dq_bulk: bool = False,
                              kernels: list | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """dQ, dK, dV (B, H, N, d), each like q, of softmax(Q K^T / sqrt(d)) V for the output gradient ``do``.
     q, k, v, o, do: (B, H, N, d) contiguous CUDA tensors of one dtype (bf16 or fp16), d 64 or 128, any N >= 1;
@@ -1066,7 +1225,10 @@ def attention_backward_gluon(q, k, v, o, lse, do, causal: bool = False, *, versi
     :func:`attention_bwd_dq_ws` instead (a loading warp, two consumer warpgroups of 64 queries), its keys in
     blocks of dq_block_n (64 or 128) through a ring of dq_stages (2 at 128 keys: 197 KiB of shared memory
     at d = 128; a sweep on an H100, 27 November 2026, found 64 keys x 3 or 4 stages and 3 dK/dV stages
-    within the pairs' spread of the defaults). Δ = rowsum(O dO) comes from the backward topic's
+    within the pairs' spread of the defaults); dq_bulk ("ws", two stages): dQ added tile by tile by TMA's
+    bulk reduction from two 64 x d/2 fp32 staging tiles per consumer (:func:`_dq_bulk_add`; 64 KiB more
+    shared memory at d = 128, 225 KiB in all), into a buffer of tiles that :func:`dq_from_tiles` scales,
+    reorders and casts. Δ = rowsum(O dO) comes from the backward topic's
     kernel; dQ is summed in an fp32 buffer of whole 64-row blocks, then scaled and cast. The compiled
     kernel is appended to ``kernels`` if given. Raises ValueError on bad inputs."""
     if len({t.shape for t in (q, k, v, o, do)}) > 1 or q.dim() != 4 or len({t.dtype for t in (q, k, v, o, do)}) > 1:
@@ -1079,6 +1241,8 @@ def attention_backward_gluon(q, k, v, o, lse, do, causal: bool = False, *, versi
         raise ValueError("q, k, v, o, do and lse must be contiguous")
     if version not in ("gluon", "ws") or num_stages not in (2, 3):
         raise ValueError(f"version {version!r}: 'gluon' or 'ws'; num_stages {num_stages}: 2 or 3")
+    if dq_bulk and (version != "ws" or dq_vec2 or dq_kernel or num_stages != 2):
+        raise ValueError("dq_bulk: version 'ws' with two stages, dQ added by neither pairs nor a kernel of its own")
     B, H, N, d = q.shape
     BLOCK_M, BLOCK_N = 64, 128
     delta = torch.empty((B, H, N), device=q.device, dtype=torch.float32)
@@ -1093,7 +1257,7 @@ def attention_backward_gluon(q, k, v, o, lse, do, causal: bool = False, *, versi
     grid = (triton.cdiv(N, BLOCK_N), B * H)
     if dq_kernel and version == "ws":
         dq = torch.empty_like(q)
-        kernel = attention_bwd_ws[grid](*args[:4], dq, *args[5:], CAUSAL=causal, NUM_STAGES=num_stages, DQ_EARLY=False,
+        kernel = attention_bwd_ws[grid](*args[:4], dq, *args[5:], 0, CAUSAL=causal, NUM_STAGES=num_stages, DQ_EARLY=False,
                                         DQ_VEC2=False, CONSUMER_REGS=consumer_regs, DQ=False, LOADER_REGS=loader_regs,
                                         num_warps=4, maxnreg=(2 * consumer_regs + loader_regs) // 3 // 8 * 8)
         DQ_M = 128
@@ -1113,13 +1277,22 @@ def attention_backward_gluon(q, k, v, o, lse, do, causal: bool = False, *, versi
     if version == "gluon":
         kernel = attention_bwd_gluon[grid](*args, CAUSAL=causal, NUM_STAGES=num_stages, num_warps=8)
     else:  # 12 warps in all, as the forward's: the budgets must fit 3 x 128 x maxnreg
-        kernel = attention_bwd_ws[grid](*args, CAUSAL=causal, NUM_STAGES=num_stages, DQ_EARLY=dq_early, DQ_VEC2=dq_vec2,
-                                        CONSUMER_REGS=consumer_regs, DQ_ADD=dq_add,
-                                        LOADER_REGS=loader_regs, num_warps=4,
-                                        maxnreg=(2 * consumer_regs + loader_regs) // 3 // 8 * 8)
+        consts = dict(CAUSAL=causal, NUM_STAGES=num_stages, DQ_EARLY=dq_early, DQ_VEC2=dq_vec2,
+                      DQ_BULK=dq_bulk,
+                      CONSUMER_REGS=consumer_regs, DQ_ADD=dq_add, LOADER_REGS=loader_regs, num_warps=4,
+                      maxnreg=(2 * consumer_regs + loader_regs) // 3 // 8 * 8)
+        # the staging tile's place in shared memory, from the kernel as compiled (16: a stand-in, divisible
+        # by 16 as every offset is, so the compile is the same one)
+        stage_byte = dq_stage_byte(attention_bwd_ws.warmup(*args, 16, grid=grid, **consts)) if dq_bulk else 0
+        kernel = attention_bwd_ws[grid](*args, stage_byte, **consts)
     if kernels is not None:
         kernels.append(kernel)
-    dq = (dq_acc[:, :N] * sm_scale).to(q.dtype).view(B, H, N, d)
+    if dq_bulk:  # (block of 64 queries, warpgroup, the accumulator's order) -> (query, d)
+        dq = torch.empty_like(q)
+        dq_from_tiles[(triton.cdiv(N, BLOCK_M), B * H)](dq_acc, block_positions(d, q.device), dq, N, sm_scale,
+                                                        HEAD_DIM=d, BLOCK_M=BLOCK_M)
+    else:
+        dq = (dq_acc[:, :N] * sm_scale).to(q.dtype).view(B, H, N, d)
     return dq, dk, dv
 
 
