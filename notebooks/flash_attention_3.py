@@ -31,8 +31,9 @@
 #   the first to the others (`setmaxnreg`);
 # - **ping-pong** of the two consumers, and **overlap inside a warpgroup** of the softmax with the
 #   matmuls;
-# - the **backward**: one pass per block of keys with $dQ$ added by atomics (Gluon 3.6 has no TMA bulk
-#   reduction), then $dQ$ in a kernel of its own that repeats two matmuls;
+# - the **backward**: one pass per block of keys with $dQ$ added by atomics, then in a kernel of its own
+#   that repeats two matmuls, then tile by tile by TMA's **bulk reduction** (reached through inline PTX:
+#   Gluon 3.6 has no such operation) from a warp of its own, FlashAttention-3's way;
 # - where each pass stops against cuDNN, in registers, clock and work per clock.
 
 # %% tags=["hide-input", "fa3"] summary="Imports and settings; the forward topic's reference and FLOP count"
@@ -594,10 +595,11 @@ if GPU:
 #   consumer writes its half to shared memory and arrives on an mbarrier, then computes half of $dQ$'s
 #   columns from the whole of $dS$ (two $dS$ buffers, so one consumer can run a block ahead).
 #
-# **What Gluon 3.6 cannot say.** FlashAttention-3 adds $dQ$ with TMA's bulk reduction
-# (`cp.reduce.async.bulk.tensor`), one instruction for the tile, issued by a warp of its own. Gluon's
-# TMA module in this Triton has no such operation (section 10 lists it at run time), so the consumers
-# add $dQ$ with `gl.atomic_add`, one `red.global.add.f32` per element, 32 per thread per block.
+# **What Gluon 3.6 cannot say.** FlashAttention-3 adds $dQ$ with TMA's bulk reduction, one instruction
+# for the tile, issued by a warp of its own. Gluon's TMA module in this Triton has no such operation
+# (section 10 lists it at run time), so versions 1-5 add $dQ$ with `gl.atomic_add`, one
+# `red.global.add.f32` per element, 32 per thread per block, and versions 8 and 9 write the instruction
+# as inline PTX (section 10 says how it finds its shared memory).
 # - **Version 5** halves those instructions: Hopper's `red` takes two or four floats at once
 #   (`red.global.add.v2.f32`, PTX ISA 8.1), and a wgmma accumulator holds each thread's values in pairs
 #   of adjacent columns, so one inline-PTX instruction adds a pair (16 per thread per block). Run on an
@@ -609,6 +611,19 @@ if GPU:
 #   as the forward does, computing $S$ and $dP$ again and storing $dQ$ once: seven matmuls where one
 #   pass runs five. Version 6's $dQ$ kernel is plain (8 warps); version 7's is specialized as the
 #   forward is, a loading warp and two consumer warpgroups of 64 queries.
+# - **Version 8** is one pass again, version 2 with each $dQ$ tile added by **one bulk reduction**
+#   (`cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32`, PTX ISA 8.0): the consumer stores its
+#   64 × 64 fp32 tile to shared memory and one thread hands all 16 KiB to TMA, which adds it in L2 while
+#   the warpgroup goes on. The tile is staged in the **accumulator's own order** (a thread's pair of
+#   columns, then the 32 lanes, then its other registers, then the warps), so a warp's store covers 256
+#   contiguous bytes with no bank conflict and no padding, and it lands in global memory in that order:
+#   the buffer holds tiles, not rows, and a small Triton kernel (`dq_from_tiles`) puts each element in
+#   place, scales and casts after the backward, as FlashAttention-3's post-processing kernel does. Each
+#   consumer has two staging tiles used in turn (64 KiB more shared memory, 225 KiB in all).
+# - **Version 9** moves the reductions to **a warp of their own**, as FlashAttention-3 does: the
+#   consumers only stage a tile and arrive on an mbarrier; the writing warp issues the reduction, waits
+#   until TMA has read the tile, and hands the stage back. The consumers no longer wait on TMA, nor meet
+#   twice per block.
 #
 # ??? note "Two register lessons from `ptxas -v` (sm_90, the device's Triton 3.6)"
 #     A vector indexed by *query* is a column of the transposed accumulator, 16 values per thread, so
@@ -716,20 +731,33 @@ def dq_from_tiles(acc_ptr, where_ptr, dq_ptr, n, sm_scale, HEAD_DIM: tl.constexp
 
 
 @gluon.jit
+def _bulk_add_f32(dst, stage_byte, NBYTES: gl.constexpr):
+    """dst[:NBYTES / 4] += the fp32 tile at byte ``stage_byte`` of the kernel's shared memory, by TMA's bulk
+    reduction, ``cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32`` (PTX ISA 8.0, sm_90), issued
+    by the calling partition's thread 0 and committed as a bulk group of its own; the sum is made in L2
+    while the partition goes on. Gluon 3.6 has no such operation and no way to name a shared buffer's
+    address, so the inline PTX adds ``stage_byte`` (:func:`dq_stage_byte`) to the ``global_smem`` symbol
+    Triton's PTX declares. ``dst``: a pointer to 16-byte aligned fp32; NBYTES a multiple of 16."""
+    flat: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])
+    t = gl.arange(0, 32 * gl.num_warps(), layout=flat)  # thread t holds t
+    gl.inline_asm_elementwise(
+        "{\n\t.reg .pred p;\n\t.reg .b32 s;\n\tsetp.eq.s32 p, $1, 0;\n\tmov.u32 s, global_smem;\n\t"
+        "add.u32 s, s, $2;\n\t@p cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$3], [s], $4;\n\t"
+        "@p cp.async.bulk.commit_group;\n\tmov.b32 $0, 0;\n\t}",
+        "=r,r,r,l,r", [t, stage_byte + t * 0, (dst + t * 0).to(gl.int64), gl.full(t.shape, NBYTES, gl.int32, flat)],
+        dtype=gl.int32, is_pure=False, pack=1)
+
+
+@gluon.jit
 def _dq_bulk_add(dq_ptr, dq, stage, stage_byte, chunk):
     """Adds a 64 x d/2 fp32 tile of dQ (one warpgroup's columns for one block of 64 queries) to chunk
-    ``chunk`` of the buffer at dq_ptr (64 x d/2 floats a chunk) by TMA's bulk reduction: the tile goes to
-    ``stage`` in the accumulator's order (:func:`dq_tile_stage_layout`), then one thread issues
-    ``cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32`` (PTX ISA 8.0, sm_90) for all of it,
-    16 KiB at d = 128, added in L2 while the warpgroup goes on. The launcher puts the elements back in
-    place after the kernel (:func:`dq_from_tiles`).
-    Gluon 3.6 has no such operation and no way to name a shared buffer's address, so the inline PTX adds
-    ``stage_byte``, the stage's byte offset in the kernel's shared memory (from the buffer's
-    ``allocation.offset``, read back by :func:`dq_stage_byte`), to the ``global_smem`` symbol Triton's
-    PTX declares. A thread's bulk reductions are its own groups, and each warpgroup has two stages used
-    in turn: before writing one, the issuing thread waits until at most its newest reduction (from the
-    other stage) has not yet read its stage (``tma.store_wait(1)``, ``cp.async.bulk.wait_group.read 1``),
-    then the warpgroup meets."""
+    ``chunk`` of the buffer at dq_ptr (64 x d/2 floats a chunk), from the consumer itself: the tile goes
+    to ``stage`` in the accumulator's order (:func:`dq_tile_stage_layout`), then :func:`_bulk_add_f32`
+    adds all of it, 16 KiB at d = 128. The launcher puts the elements back in place after the kernel
+    (:func:`dq_from_tiles`). A thread's bulk reductions are its own groups, and each warpgroup has two
+    stages used in turn: before writing one, the issuing thread waits until at most its newest reduction
+    (from the other stage) has not yet read its stage (``tma.store_wait(1)``,
+    ``cp.async.bulk.wait_group.read 1``), then the warpgroup meets."""
     gl.static_assert(dq.shape[0] == 64, "a tile of 64 queries")
     TILE: gl.constexpr = dq.shape[0] * dq.shape[1]
     tma.store_wait(1)
@@ -737,15 +765,7 @@ def _dq_bulk_add(dq_ptr, dq, stage, stage_byte, chunk):
     stage.store(dq)
     fence_async_shared()  # the stores, seen by the async proxy that reads the stage
     cta_barrier()
-    flat: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])
-    t = gl.arange(0, 32 * gl.num_warps(), layout=flat)  # thread t holds t: thread 0 issues
-    gl.inline_asm_elementwise(
-        "{\n\t.reg .pred p;\n\t.reg .b32 s;\n\tsetp.eq.s32 p, $1, 0;\n\tmov.u32 s, global_smem;\n\t"
-        "add.u32 s, s, $2;\n\t@p cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$3], [s], $4;\n\t"
-        "@p cp.async.bulk.commit_group;\n\tmov.b32 $0, 0;\n\t}",
-        "=r,r,r,l,r", [t, stage_byte + t * 0, (dq_ptr + chunk.to(gl.int64) * TILE + t * 0).to(gl.int64),
-                       gl.full(t.shape, TILE * 4, gl.int32, flat)],
-        dtype=gl.int32, is_pure=False, pack=1)
+    _bulk_add_f32(dq_ptr + chunk.to(gl.int64) * TILE, stage_byte, TILE * 4)
 
 
 @gluon.jit
@@ -1016,7 +1036,7 @@ def _bwd_consumer(q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_sm
                   qdo_empty, ds_smem, ds_full, dq_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr, sm_scale, qk_scale, n,
                   bh, k0, lo, steps, WHICH: gl.constexpr, CAUSAL: gl.constexpr, DQ_EARLY: gl.constexpr,
                   DQ_VEC2: gl.constexpr, DQ_ADD: gl.constexpr, DQ: gl.constexpr, dq_stage, dq_stage_byte,
-                  DQ_BULK: gl.constexpr):
+                  DQ_BULK: gl.constexpr, DQ_WRITER: gl.constexpr, dq_full, dq_empty):
     """One warpgroup: its 64 of the program's keys against every block of queries; their dK and dV, and
     half of dQ's columns from both warpgroups' dS."""
     BLOCK_M: gl.constexpr = q_desc.block_type.shape[1]
@@ -1083,6 +1103,16 @@ def _bwd_consumer(q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_sm
             dq = warpgroup_mma(ds_smem.index(buf).permute((1, 0)), k_cols, dq_zero, use_acc=False)  # dQ = dS K
         if not DQ:
             pass
+        elif DQ_ADD and DQ_WRITER:  # staged for the writing warp, in stages 2 WHICH and 2 WHICH + 1 in turn
+            tile = 2 * WHICH + buf
+            mbarrier.wait(dq_empty.index(tile), ((i // 2) & 1) ^ 1)  # a fresh barrier passes phase 1
+            if buf == 0:
+                dq_stage.slice(2 * WHICH * BLOCK_M, BLOCK_M, dim=0).store(dq)
+            else:
+                dq_stage.slice((2 * WHICH + 1) * BLOCK_M, BLOCK_M, dim=0).store(dq)
+            fence_async_shared()
+            cta_barrier()  # every thread's part of the tile written ...
+            mbarrier.arrive(dq_full.index(tile), count=1)  # ... and the writing warp may add it
         elif DQ_ADD and DQ_BULK:  # by TMA's bulk reduction, from stages 2 WHICH and 2 WHICH + 1 in turn
             TILE_BYTES: gl.constexpr = BLOCK_M * (HEAD_DIM // 2) * 4
             chunk = (q0 // BLOCK_M) * 2 + WHICH
@@ -1097,17 +1127,36 @@ def _bwd_consumer(q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_sm
         elif n < 0:  # never true, but the compiler cannot know: dQ's matmul stays, nothing is added (section 9)
             _dq_add(dq_ptr, dq, q0, WHICH * (HEAD_DIM // 2), HEAD_DIM, DQ_VEC2)
 
-    if DQ_BULK:
-        tma.store_wait(0)  # the last rows read before the program's shared memory goes
+    if DQ_BULK and not DQ_WRITER:
+        tma.store_wait(0)  # the last tiles read before the program's shared memory goes
     _store_rows(dk_ptr, (dk * sm_scale).to(dtype), key0, n, bh, HEAD_DIM)
     _store_rows(dv_ptr, dv.to(dtype), key0, n, bh, HEAD_DIM)
+
+
+@gluon.jit
+def _bwd_dq_writer(dq_ptr, dq_stage, dq_stage_byte, dq_full, dq_empty, n, bh, lo, steps, HEAD_DIM: gl.constexpr,
+                   BLOCK_M: gl.constexpr):
+    """One warp: for each block of queries, the two consumers' dQ tiles, each added by one bulk reduction
+    as soon as it is staged (:func:`_bulk_add_f32`), then both stages handed back once read, so that the
+    consumers only stage their tiles and never wait for a reduction."""
+    TILE: gl.constexpr = BLOCK_M * (HEAD_DIM // 2)
+    dq_ptr += bh.to(gl.int64) * gl.cdiv(n, BLOCK_M) * BLOCK_M * HEAD_DIM
+    for i in range(steps):
+        chunk = ((lo + i * BLOCK_M) // BLOCK_M) * 2
+        for w in gl.static_range(2):
+            tile = 2 * w + i % 2
+            mbarrier.wait(dq_full.index(tile), (i // 2) & 1)
+            _bulk_add_f32(dq_ptr + (chunk + w).to(gl.int64) * TILE, dq_stage_byte + tile * (TILE * 4), TILE * 4)
+        tma.store_wait(0)  # both tiles read
+        for w in gl.static_range(2):
+            mbarrier.arrive(dq_empty.index(2 * w + i % 2), count=1)
 
 
 @gluon.jit
 def attention_bwd_ws(q_desc, k_desc, v_desc, do_desc, dq_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr, sm_scale,
                      qk_scale, n, dq_stage_byte, CAUSAL: gl.constexpr, NUM_STAGES: gl.constexpr, DQ_EARLY: gl.constexpr, DQ_VEC2: gl.constexpr,
                      CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, DQ_ADD: gl.constexpr = True,
-                     DQ: gl.constexpr = True, DQ_BULK: gl.constexpr = False):
+                     DQ: gl.constexpr = True, DQ_BULK: gl.constexpr = False, DQ_WRITER: gl.constexpr = False):
     BLOCK_M: gl.constexpr = q_desc.block_type.shape[1]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[1]
     dtype: gl.constexpr = q_desc.dtype
@@ -1126,11 +1175,17 @@ def attention_bwd_ws(q_desc, k_desc, v_desc, do_desc, dq_ptr, dk_ptr, dv_ptr, ls
     do_ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     qdo_empty = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     ds_full = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    HALF_D: gl.constexpr = q_desc.block_type.shape[2] // 2
+    HEAD_D: gl.constexpr = q_desc.block_type.shape[2]
+    HALF_D: gl.constexpr = HEAD_D // 2
     if DQ_BULK:  # dQ's staging tiles, 64 x d/2 fp32: two per consumer, in the accumulator's order
         dq_stage = gl.allocate_shared_memory(gl.float32, [4 * BLOCK_M, HALF_D], dq_tile_stage_layout(4, HALF_D))
     else:  # a stand-in: the partitions take the same arguments
         dq_stage = gl.allocate_shared_memory(gl.float32, [1, 4], gl.SwizzledSharedLayout(1, 1, 1, order=[1, 0]))
+    dq_full = gl.allocate_shared_memory(gl.int64, [4, 1], mbarrier.MBarrierLayout())
+    dq_empty = gl.allocate_shared_memory(gl.int64, [4, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(4):
+        mbarrier.init(dq_full.index(i), count=1)
+        mbarrier.init(dq_empty.index(i), count=1)
     mbarrier.init(kv_ready, count=1)
     for i in gl.static_range(NUM_STAGES):
         mbarrier.init(q_ready.index(i), count=1)
@@ -1138,16 +1193,33 @@ def attention_bwd_ws(q_desc, k_desc, v_desc, do_desc, dq_ptr, dk_ptr, dv_ptr, ls
         mbarrier.init(qdo_empty.index(i), count=2)  # both consumers release a stage
     for i in gl.static_range(2):
         mbarrier.init(ds_full.index(i), count=2)  # both consumers write their half of dS
-    gl.warp_specialize([
-        (_bwd_consumer, (q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
-                         qdo_empty, ds_smem, ds_full, dq_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr, sm_scale, qk_scale,
-                         n, bh, k0, lo, steps, 0, CAUSAL, DQ_EARLY, DQ_VEC2, DQ_ADD, DQ, dq_stage, dq_stage_byte, DQ_BULK)),
-        (_bwd_consumer, (q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
-                         qdo_empty, ds_smem, ds_full, dq_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr, sm_scale, qk_scale,
-                         n, bh, k0, lo, steps, 1, CAUSAL, DQ_EARLY, DQ_VEC2, DQ_ADD, DQ, dq_stage, dq_stage_byte, DQ_BULK)),
-        (_bwd_loader, (q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
-                       qdo_empty, bh, k0, lo, steps)),
-    ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
+    if DQ_WRITER:  # and a warp that adds dQ's tiles
+        gl.warp_specialize([
+            (_bwd_consumer, (q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
+                             qdo_empty, ds_smem, ds_full, dq_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr, sm_scale, qk_scale,
+                             n, bh, k0, lo, steps, 0, CAUSAL, DQ_EARLY, DQ_VEC2, DQ_ADD, DQ, dq_stage, dq_stage_byte,
+                             DQ_BULK, DQ_WRITER, dq_full, dq_empty)),
+            (_bwd_consumer, (q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
+                             qdo_empty, ds_smem, ds_full, dq_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr, sm_scale, qk_scale,
+                             n, bh, k0, lo, steps, 1, CAUSAL, DQ_EARLY, DQ_VEC2, DQ_ADD, DQ, dq_stage, dq_stage_byte,
+                             DQ_BULK, DQ_WRITER, dq_full, dq_empty)),
+            (_bwd_loader, (q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
+                           qdo_empty, bh, k0, lo, steps)),
+            (_bwd_dq_writer, (dq_ptr, dq_stage, dq_stage_byte, dq_full, dq_empty, n, bh, lo, steps, HEAD_D, BLOCK_M)),
+        ], [4, 1, 1], [CONSUMER_REGS, LOADER_REGS, LOADER_REGS])
+    else:
+        gl.warp_specialize([
+            (_bwd_consumer, (q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
+                             qdo_empty, ds_smem, ds_full, dq_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr, sm_scale, qk_scale,
+                             n, bh, k0, lo, steps, 0, CAUSAL, DQ_EARLY, DQ_VEC2, DQ_ADD, DQ, dq_stage, dq_stage_byte,
+                             DQ_BULK, DQ_WRITER, dq_full, dq_empty)),
+            (_bwd_consumer, (q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
+                             qdo_empty, ds_smem, ds_full, dq_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr, sm_scale, qk_scale,
+                             n, bh, k0, lo, steps, 1, CAUSAL, DQ_EARLY, DQ_VEC2, DQ_ADD, DQ, dq_stage, dq_stage_byte,
+                             DQ_BULK, DQ_WRITER, dq_full, dq_empty)),
+            (_bwd_loader, (q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_ready, q_ready, do_ready,
+                           qdo_empty, bh, k0, lo, steps)),
+        ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
 
 
 # %% tags=["hide-input", "fa3"] summary="Where the dQ staging tile sits in shared memory (Gluon 3.6 cannot say)"
@@ -1156,7 +1228,7 @@ _STAGE_BYTES: dict[str, int] = {}
 
 def dq_stage_byte(kernel) -> int:
     """The byte offset, in the dynamic shared memory of a compiled :func:`attention_bwd_ws` with
-    ``DQ_BULK``, of its ``dq_stage`` buffer, which :func:`_dq_bulk_add`'s inline PTX addresses from the
+    ``DQ_BULK``, of its ``dq_stage`` buffer, which :func:`_bulk_add_f32`'s inline PTX addresses from the
     ``global_smem`` symbol. Gluon 3.6 hands a kernel no shared buffer's address, and Triton assigns the
     offsets while lowering to LLVM, after the TTGIR it keeps; so the kernel's final TTGIR is parsed and
     the passes Triton's NVIDIA backend runs first in ``make_llir`` (up to ``allocate_shared_memory_nv``,
@@ -1181,7 +1253,10 @@ def dq_stage_byte(kernel) -> int:
         arch = kernel.metadata.target.arch
         pm = ir.pass_manager(context)
         passes.ttgpuir.add_combine_tensor_select_and_if(pm)
-        passes.ttgpuir.add_allocate_warp_groups(pm)
+        try:
+            passes.ttgpuir.add_allocate_warp_groups(pm)
+        except TypeError:  # later Tritons take the concurrency sanitizer's switch
+            passes.ttgpuir.add_allocate_warp_groups(pm, False)
         passes.convert.add_scf_to_cf(pm)
         passes.gluon.add_inliner(pm)
         nvidia.passes.ttgpuir.add_allocate_shared_memory_nv(pm, arch, get_ptx_version_from_options(kernel.metadata, arch))
@@ -1204,6 +1279,8 @@ BWD_VERSIONS = {
     "5. + dQ added two floats per instruction": dict(version="ws", dq_early=True, dq_vec2=True),
     "6. version 2 without dQ; dQ in a kernel of its own": dict(version="ws", dq_kernel=True),
     "7. + dQ's kernel warp-specialized": dict(version="ws", dq_kernel=True, dq_ws=True),
+    "8. version 2, dQ added tile by tile by TMA's bulk reduction": dict(version="ws", dq_bulk=True),
+    "9. + a warp of its own issues the reductions": dict(version="ws", dq_bulk=True, dq_writer=True),
 }
 """The backward's steps (section 8), each one change to one before it."""
 
@@ -1211,7 +1288,7 @@ BWD_VERSIONS = {
 def attention_backward_gluon(q, k, v, o, lse, do, causal: bool = False, *, version: str = "ws", num_stages: int = 2,
                              dq_early: bool = False, dq_vec2: bool = False, consumer_regs: int = 240,
                              loader_regs: int = 24, dq_add: bool = True, dq_kernel: bool = False, dq_ws: bool = False,
-                             dq_block_n: int = 128, dq_stages: int = 2, dq_bulk: bool = False,
+                             dq_block_n: int = 128, dq_stages: int = 2, dq_bulk: bool = False, dq_writer: bool = False,
                              kernels: list | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """dQ, dK, dV (B, H, N, d), each like q, of softmax(Q K^T / sqrt(d)) V for the output gradient ``do``.
     q, k, v, o, do: (B, H, N, d) contiguous CUDA tensors of one dtype (bf16 or fp16), d 64 or 128, any N >= 1;
@@ -1228,9 +1305,10 @@ def attention_backward_gluon(q, k, v, o, lse, do, causal: bool = False, *, versi
     within the pairs' spread of the defaults); dq_bulk ("ws", two stages): dQ added tile by tile by TMA's
     bulk reduction from two 64 x d/2 fp32 staging tiles per consumer (:func:`_dq_bulk_add`; 64 KiB more
     shared memory at d = 128, 225 KiB in all), into a buffer of tiles that :func:`dq_from_tiles` scales,
-    reorders and casts. Δ = rowsum(O dO) comes from the backward topic's
-    kernel; dQ is summed in an fp32 buffer of whole 64-row blocks, then scaled and cast. The compiled
-    kernel is appended to ``kernels`` if given. Raises ValueError on bad inputs."""
+    reorders and casts; dq_writer (with dq_bulk): the reductions issued by a warp of their own
+    (:func:`_bwd_dq_writer`), the consumers only staging the tiles. Δ = rowsum(O dO) comes from the
+    backward topic's kernel; dQ is summed in an fp32 buffer of whole 64-row blocks, then scaled and cast.
+    The compiled kernel is appended to ``kernels`` if given. Raises ValueError on bad inputs."""
     if len({t.shape for t in (q, k, v, o, do)}) > 1 or q.dim() != 4 or len({t.dtype for t in (q, k, v, o, do)}) > 1:
         raise ValueError(f"q, k, v, o, do must be (B, H, N, d) of one dtype: {q.shape} {k.shape} {v.shape} {o.shape} {do.shape}")
     if lse.shape != q.shape[:3] or lse.dtype != torch.float32:
@@ -1241,8 +1319,9 @@ def attention_backward_gluon(q, k, v, o, lse, do, causal: bool = False, *, versi
         raise ValueError("q, k, v, o, do and lse must be contiguous")
     if version not in ("gluon", "ws") or num_stages not in (2, 3):
         raise ValueError(f"version {version!r}: 'gluon' or 'ws'; num_stages {num_stages}: 2 or 3")
-    if dq_bulk and (version != "ws" or dq_vec2 or dq_kernel or num_stages != 2):
-        raise ValueError("dq_bulk: version 'ws' with two stages, dQ added by neither pairs nor a kernel of its own")
+    if dq_bulk and (version != "ws" or dq_vec2 or dq_kernel or num_stages != 2 or not dq_add) or dq_writer and not dq_bulk:
+        raise ValueError("dq_bulk: version 'ws' with two stages, dQ added, by neither pairs nor a kernel of its own; "
+                         "dq_writer: with dq_bulk")
     B, H, N, d = q.shape
     BLOCK_M, BLOCK_N = 64, 128
     delta = torch.empty((B, H, N), device=q.device, dtype=torch.float32)
@@ -1278,7 +1357,7 @@ def attention_backward_gluon(q, k, v, o, lse, do, causal: bool = False, *, versi
         kernel = attention_bwd_gluon[grid](*args, CAUSAL=causal, NUM_STAGES=num_stages, num_warps=8)
     else:  # 12 warps in all, as the forward's: the budgets must fit 3 x 128 x maxnreg
         consts = dict(CAUSAL=causal, NUM_STAGES=num_stages, DQ_EARLY=dq_early, DQ_VEC2=dq_vec2,
-                      DQ_BULK=dq_bulk,
+                      DQ_BULK=dq_bulk, DQ_WRITER=dq_writer,
                       CONSUMER_REGS=consumer_regs, DQ_ADD=dq_add, LOADER_REGS=loader_regs, num_warps=4,
                       maxnreg=(2 * consumer_regs + loader_regs) // 3 // 8 * 8)
         # the staging tile's place in shared memory, from the kernel as compiled (16: a stand-in, divisible
@@ -1325,8 +1404,16 @@ if GPU:
     save_data("gradients.csv", gradient_rows)
     display(table(gradient_rows, formats={f"N={n}": ".1e" for n in BWD_CHECK_N},
                   caption="worst relative error of dQ, dK, dV against autograd through fp32 naive attention"))
-else:
-    print("CPU mode: the Gluon backward needs a Hopper GPU; the tests compile it for sm_90")
+else:  # the Gluon kernels need a Hopper GPU (the tests compile them for sm_90); dq_from_tiles is plain Triton
+    for d, n in ((128, 150), (64, 64)):  # tiles staged as the bulk reductions stage them, put back in place
+        dq_ref = torch.randn(3, triton.cdiv(n, 64) * 64, d)
+        staged = torch.empty_like(dq_ref).view(3, -1, 64 * d)
+        staged[..., block_positions(d, "cpu").long()] = dq_ref.view(3, -1, 64 * d)
+        dq_out = torch.empty(3, n, d)
+        dq_from_tiles[(triton.cdiv(n, 64), 3)](staged, block_positions(d, "cpu"), dq_out, n, 0.5, HEAD_DIM=d, BLOCK_M=64)
+        assert torch.equal(dq_out, 0.5 * dq_ref[:, :n]), d
+    print("CPU mode: the Gluon backward needs a Hopper GPU; the tests compile it for sm_90. dq_from_tiles "
+          "put every staged dQ element back in place under the interpreter (d = 128 and 64)")
 
 # %% [markdown]
 # ## 8. The backward, step by step, and its headlines
@@ -1336,7 +1423,7 @@ else:
 # TMA reduction), FlexAttention's backward (the Triton kernel torch generates) and FlashAttention-2.
 # The fastest step without the mask is then timed again for the headlines, in 9 paired rounds.
 # TFLOP/s count 2.5 × the forward's FLOPs, as the backward topic does; the time includes $\Delta$,
-# zeroing the $dQ$ buffer and its final cast.
+# zeroing the $dQ$ buffer and its final cast (in versions 8 and 9, `dq_from_tiles`).
 
 # %% tags=["hide-input"] summary="Every backward step and peer, paired with cuDNN; the headline pairs"
 bwd_step_rows, bwd_pairs = [], {}
@@ -1453,7 +1540,8 @@ if GPU:
 # %% tags=["hide-input"] summary="The backward with and without dQ's additions, paired with cuDNN's"
 ablation_rows = []
 if GPU:  # the fastest version that adds dQ by atomics
-    atomics = [name for name, cfg in BWD_VERSIONS.items() if cfg["version"] == "ws" and not cfg.get("dq_kernel")]
+    atomics = [name for name, cfg in BWD_VERSIONS.items()
+               if cfg["version"] == "ws" and not cfg.get("dq_kernel") and not cfg.get("dq_bulk")]
     ws_bwd = BWD_VERSIONS[max(atomics, key=lambda name: bwd_pairs[8192, False, name].ratio)]
     cudnn_bwd = backward_only(cudnn, q, k, v, do, False)
     for what, cfg in (("as it is", ws_bwd), ("dQ's matmul, nothing added", {**ws_bwd, "dq_add": False})):
@@ -1500,24 +1588,26 @@ if GPU:
 
 # %% [markdown]
 # **Reading it.** Both forwards and both backwards run at the power cap, so the clock is what power
-# leaves over. The Gluon backward is given a *higher* clock than cuDNN's and still does less counted
-# work per clock (five matmuls per block, the FLOPs counted). With atomics (versions 1-5) its tensor
-# cores wait, and an idle tensor core draws less power. What they wait for is not the atomics' issue
-# slots (version 5 issues half as many and takes the same time, section 8) but what the atomics
-# carry: each program adds a 64 × 128 fp32 tile for every block of queries, 4 MiB for its 128 keys at N = 8192, 16 GiB for the whole backward
-# at B·H = 64, every byte a read-modify-write in L2. Without the additions the same kernel runs past
-# cuDNN (the table above): the matmuls, the softmax and the $dS$ hand-off are not what is slow. Two
-# measurements outside this page (27 November 2026, an H100, the same pairs) ruled out the other
-# suspects: dropping the wait for the other consumer's half of $dS$ (a race, timing only) gained 2-3
-# points, and starting each program at its own block of queries, so that the 64 programs of a head do
-# not add to the same rows at once, gained 0-3, within the pairs' spread. The cure is fewer bytes:
-# TMA's bulk reduction adds a whole tile in L2 (section 10), a pair of programs in a cluster could sum
-# their tiles in shared memory first and add once, or a second kernel could compute $dQ$ over the keys
-# with no additions at all, at the price of recomputing $S$ and $dP$. Versions 6 and 7 take the last
-# way, the only one Gluon 3.6 can say. The kernel table prices it: each kernel now runs its matmuls
-# at about cuDNN's rate per matmul or better, so version 7's tensor cores do more real work per clock
-# than cuDNN's, and what is left is the count, seven matmuls against five. Closing that needs one pass
-# again, with $dQ$ summed in fewer bytes.
+# leaves over. With atomics (versions 1-5) the Gluon backward is given a *higher* clock than cuDNN's and
+# still does less counted work per clock (five matmuls per block, the FLOPs counted): its tensor cores
+# wait, and an idle tensor core draws less power. What they wait for is not the atomics' issue slots
+# (version 5 issues half as many and takes the same time, section 8). Without the additions the same
+# kernel runs past cuDNN (the table above): the matmuls, the softmax and the $dS$ hand-off are not what
+# is slow. Each program adds a 64 × 128 fp32 tile for every block of queries, 4 MiB for its 128 keys at
+# N = 8192, 16 GiB for the whole backward at B·H = 64, every byte a read-modify-write in L2.
+#
+# Versions 6 and 7 avoid the additions with a second kernel that recomputes $S$ and $dP$: each of their
+# kernels runs its matmuls at about cuDNN's rate per matmul or better, and what is left is the count,
+# seven matmuls against five. Versions 8 and 9 add the same bytes as versions 1-5, but a tile at a time
+# through TMA, and that is what closes the gap: the bytes were never the problem, the way they were
+# added was. Three trials outside this page (28 November 2026, one H200, in pairs with cuDNN at N = 8192)
+# show which part of the way matters: 64 bulk reductions of one 256-byte row each, issued by the
+# consumers, ran at 0.66× cuDNN, slower than the atomics (0.71×); one reduction per tile, from padded
+# rows, 0.83×; the tile in the accumulator's order with two stages (version 8) 0.87-0.90×; the same
+# issued by a warp of its own (version 9) 0.94-0.96×. Each reduction is a request the SM's TMA unit
+# serves in turn, beside the loads of $Q$ and $dO$, so fewer and larger ones cost less, and a consumer
+# that waits for TMA to read its tile, or meets its warpgroup twice more per block, leaves its tensor
+# cores idle meanwhile.
 #
 # **What Blackwell would change.** On sm_100, `tcgen05.mma` is issued by one thread and accumulates
 # in **tensor memory** (TMEM, 256 KiB per SM beside the registers), not in the issuing warps'
@@ -1530,15 +1620,25 @@ if GPU:
 # %% [markdown]
 # ## 10. What Gluon 3.6 lacks for the backward
 #
-# FlashAttention-3 adds each block's $dQ$ into global memory with TMA's **bulk reduction**
-# (`cp.reduce.async.bulk.tensor.add`): the tile goes to shared memory and one instruction adds it in
-# L2, issued by a warp of its own. The backward topic reaches it in Triton through a tensor descriptor's
-# `atomic_add`. Gluon's TMA module in the Triton this page ran on is listed below; where it has no
-# `async_atomic_add`, section 6's consumers add $dQ$ with `gl.atomic_add` instead, one
-# `red.global.add.f32` per element, or in version 5 one `red.global.add.v2.f32` per pair of elements
-# (the compile tests count both).
+# FlashAttention-3 adds each block's $dQ$ into global memory with TMA's **bulk reduction**: the tile
+# goes to shared memory and one instruction adds it in L2, issued by a warp of its own. The backward
+# topic reaches it in Triton through a tensor descriptor's `atomic_add`. Gluon's TMA module in the
+# Triton this page ran on is listed below; it has no `async_atomic_add`, so versions 1-5 add $dQ$ with
+# `gl.atomic_add`, one `red.global.add.f32` per element, or in version 5 one `red.global.add.v2.f32` per
+# pair of elements (the compile tests count both).
 #
-# The other way to fewer bytes, two programs of a cluster summing their $dQ$ tiles before one add,
+# Versions 8 and 9 write the instruction themselves, as inline PTX
+# (`cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [global], [shared], bytes`, the
+# non-tensor form, which needs no tensor map). What Gluon 3.6 does not give is the **address of a
+# shared buffer**: Triton places every buffer in the kernel's one block of shared memory (the
+# `global_smem` symbol of its PTX) while it lowers to LLVM, after the last IR it keeps. So the launcher
+# compiles the kernel first, runs Triton's own allocation passes again on its final TTGIR
+# (`dq_stage_byte`), reads the staging buffer's `allocation.offset`, and passes it in as an argument;
+# the inline PTX adds it to `global_smem`. The waits are Gluon's own: `tma.store_wait(n)` is
+# `cp.async.bulk.wait_group.read n`, the same bulk groups. The compile tests check that the offset is
+# found and that the kernels carry the bulk reduction and no atomics.
+#
+# Another way to fewer bytes, two programs of a cluster summing their $dQ$ tiles before one add,
 # needs a reduction across the CTAs of a cluster. Gluon states it as a layout (`cga_layout` on a
 # `BlockedLayout`, the kernel compiled with `num_ctas=2`) and `gl.sum` over the split dimension. Compiled
 # for sm_90 on the CPU (27 November 2026), a [2, 64, 128] fp32 tile summed over its CTA dimension:
@@ -1589,8 +1689,9 @@ if GPU:
            f"{bgl['flop_per_clk_sm'] / bcu['flop_per_clk_sm']:.3f}.\n" if bgl and bcu else "")
         + f"- **dQ:** Gluon's TMA module in Triton {triton.__version__} "
         + ("has" if hasattr(tma, "async_atomic_add") else "has no")
-        + " bulk reduction (section 10), so versions 1-5 add $dQ$ by pointer atomics"
-        + (f"; without the additions the fastest of them runs at {ablation_rows[1]['× cuDNN']:.3f}× cuDNN against "
+        + " bulk reduction (section 10), so versions 1-5 add $dQ$ by pointer atomics and versions 8 and 9 by "
+          "TMA's bulk reduction written as inline PTX"
+        + (f"; without the additions the fastest atomics version runs at {ablation_rows[1]['× cuDNN']:.3f}× cuDNN against "
            f"{ablation_rows[0]['× cuDNN']:.3f}× with them (section 9)" if len(ablation_rows) == 2 else "")
         + ". Per kernel (section 9): " + "; ".join(
             f"{r['backward']} {r['kernel']} {r['ms']:.2f} ms" + (f" for {r['matmuls']} matmuls" if r["matmuls"] != "—" else "")

@@ -72,6 +72,8 @@ def _compiled(fn, consts, q_rows, d, **options):
         kernel = triton.compile(GluonASTSource(fn, sig, consts), target=GPUTarget("cuda", 90, 32), options=options)
     ptx, text = kernel.asm["ptx"], log.getvalue()
     return {"shared": kernel.metadata.shared,
+            "bulk": ptx.count("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32"),
+            "stage_byte": nb.dq_stage_byte(kernel) if consts.get("DQ_BULK") else None,
             "spills": sum(int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", text)),
             "ptxas": bool(re.search(r"Used \d+ registers", text)),
             "setmaxnreg": sorted({f"{op} {r}" for op, r in re.findall(r"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32\s+(\d+)", ptx)}),
@@ -110,11 +112,13 @@ for name, cfg in nb.BWD_VERSIONS.items():  # every step without the mask; the fi
         else:
             consts = dict(CAUSAL=causal, NUM_STAGES=cfg.get("num_stages", 2), DQ_EARLY=cfg.get("dq_early", False),
                           DQ_VEC2=cfg.get("dq_vec2", False), CONSUMER_REGS=240, LOADER_REGS=24,
-                          DQ=not cfg.get("dq_kernel", False))
+                          DQ=not cfg.get("dq_kernel", False), DQ_BULK=cfg.get("dq_bulk", False),
+                          DQ_WRITER=cfg.get("dq_writer", False))
             backward[key] = compiled(nb.attention_bwd_ws, consts, 64, d, num_warps=4, maxnreg=168)
         backward[key]["specialized"] = cfg["version"] == "ws"
         backward[key]["pairs"] = cfg.get("dq_vec2", False)
-        backward[key]["dq"] = "atomics" if not cfg.get("dq_kernel") else "kernel"
+        backward[key]["dq"] = "bulk" if cfg.get("dq_bulk") else "atomics" if not cfg.get("dq_kernel") else "kernel"
+        backward[key]["writer"] = cfg.get("dq_writer", False)
         if cfg.get("dq_kernel"):  # and dQ's own kernel: plain (8 warps, 128 queries) or warp-specialized
             dq_key = f"{key} dQ"
             if cfg.get("dq_ws"):
@@ -124,6 +128,18 @@ for name, cfg in nb.BWD_VERSIONS.items():  # every step without the mask; the fi
                 backward[dq_key] = compiled(nb.attention_bwd_dq, dict(CAUSAL=causal, NUM_STAGES=2, num_warps=8), 128, d,
                                             num_warps=8)
             backward[dq_key].update(specialized=bool(cfg.get("dq_ws")), pairs=False, dq="own kernel")
+
+# the staging order of the bulk reductions against the wgmma accumulator's linear layout, as Triton gives it
+from triton._C.libtriton import gluon_ir, ir
+context = ir.context()
+ir.load_dialects(context)
+builder = gluon_ir.GluonOpBuilder(context)
+orders = {}
+for cols in (64, 32):
+    layout = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, cols, 16])
+    linear = builder.to_linear_layout(layout._to_ir(builder), [64, cols])
+    regs, lanes, warps = (list(map(list, b)) for b in (linear.reg_bases, linear.lane_bases, linear.warp_bases))
+    orders[cols] = {"triton": regs[:1] + lanes + regs[1:] + warps, "ours": nb.accumulator_order(cols)}
 
 errors = {}
 q = torch.randn(1, 2, 64, 128, dtype=torch.bfloat16)
@@ -139,13 +155,15 @@ lse = torch.zeros(1, 2, 64)
 for what, args, kwargs in (("bwd fp32", [q.float()] * 4 + [lse, q.float()], {}),
                            ("bwd lse", [q] * 4 + [lse[..., :8], q], {}),
                            ("bwd version", [q] * 4 + [lse, q], {"version": "fa3"}),
-                           ("bwd stages", [q] * 4 + [lse, q], {"num_stages": 4})):
+                           ("bwd stages", [q] * 4 + [lse, q], {"num_stages": 4}),
+                           ("bwd writer", [q] * 4 + [lse, q], {"dq_writer": True}),
+                           ("bwd bulk stages", [q] * 4 + [lse, q], {"dq_bulk": True, "num_stages": 3})):
     try:
         nb.attention_backward_gluon(*args, **kwargs)
         errors[what] = None
     except ValueError as exc:
         errors[what] = str(exc)
-print(json.dumps({"kernels": out, "backward": backward, "errors": errors}))
+print(json.dumps({"kernels": out, "backward": backward, "errors": errors, "orders": orders}))
 '''
 
 
@@ -190,18 +208,23 @@ def test_bad_input_is_a_clear_error_before_any_launch(built):
     assert "contiguous" in errors["strided"]
 
 
-def test_every_backward_version_compiles_with_tma_wgmma_and_dq_by_atomics(built):
+def test_every_backward_version_compiles_with_tma_wgmma_and_dq_by_atomics_or_bulk_reductions(built):
     """Five matmuls per block (S^T, dP^T, dV, dK, dQ) on wgmma; Q and dO in by TMA; dQ added by
-    pointer atomics, since Gluon 3.6's TMA has no bulk reduction (the page's section 10): one float per
-    instruction, or in version 5 two (``red.global.add.v2.f32``) and no single ones."""
+    pointer atomics in versions 1-5 (Gluon 3.6's TMA has no bulk reduction, the page's section 10): one
+    float per instruction, or in version 5 two (``red.global.add.v2.f32``) and no single ones; in
+    versions 8 and 9 by the bulk reduction written as inline PTX and no atomic, from a staging buffer
+    whose offset in shared memory :func:`dq_stage_byte` finds (16-byte aligned, as the instruction needs)."""
     kernels = built["backward"]
-    assert len(kernels) == 11, sorted(kernels)  # 7 versions, 6 and 7 with dQ's own kernel; version 2 causal and d = 64 too
+    assert len(kernels) == 13, sorted(kernels)  # 9 versions, 6 and 7 with dQ's own kernel; version 2 causal and d = 64 too
     for key, k in kernels.items():
         assert k["ptxas"], f"{key}: ptxas reported nothing"
         assert k["shared"] <= 227 * 1024, f"{key}: {k['shared']} B of shared memory"
         assert k["tma_in"] and k["mbarrier"], key
         assert k["wgmma"] > 0, key
-        if k["dq"] != "atomics":  # versions 6 and 7: dK and dV with no dQ at all, and dQ's kernel with no atomics
+        if k["dq"] == "bulk":
+            assert k["bulk"] > 0 and k["dq_atomics"] == 0 and k["dq_pairs"] == 0, (key, k["bulk"], k["dq_atomics"])
+            assert k["stage_byte"] >= 0 and k["stage_byte"] % 16 == 0, (key, k["stage_byte"])
+        elif k["dq"] != "atomics":  # versions 6 and 7: dK and dV with no dQ at all, and dQ's kernel with no atomics
             assert k["dq_atomics"] == 0 and k["dq_pairs"] == 0, (key, k["dq_pairs"], k["dq_atomics"])
         elif k["pairs"]:
             assert k["dq_pairs"] > 0 and k["dq_atomics"] == 0, (key, k["dq_pairs"], k["dq_atomics"])
@@ -210,6 +233,16 @@ def test_every_backward_version_compiles_with_tma_wgmma_and_dq_by_atomics(built)
     pairs = [k for k in kernels.values() if k["pairs"]]
     singles = [k for key, k in kernels.items() if key.startswith("4.")]
     assert len(pairs) == 1 and 2 * pairs[0]["dq_pairs"] == singles[0]["dq_atomics"]  # the same floats, half the instructions
+
+
+def test_the_bulk_reductions_stage_dq_in_the_accumulators_own_order(built):
+    """The staging order of versions 8 and 9 (``accumulator_order``) is the wgmma accumulator's linear
+    layout as Triton computes it, reordered: the register pair of adjacent columns, the 32 lanes, the
+    other registers, the warps. So a warp's store of its pairs is 256 contiguous bytes, and
+    ``dq_from_tiles`` (checked under the interpreter in the notebook's CPU mode) undoes the same order."""
+    for cols, order in built["orders"].items():
+        assert order["ours"] == order["triton"], cols
+        assert order["ours"][0] == [0, 1] and len(order["ours"]) == (64 * int(cols)).bit_length() - 1, cols
 
 
 def test_the_backward_consumers_get_240_registers_and_spill_little(built):
@@ -233,3 +266,4 @@ def test_the_backward_launcher_rejects_bad_input_before_any_launch(built):
     assert "bf16 or fp16" in errors["bwd fp32"]
     assert "lse must be (B, H, N) fp32" in errors["bwd lse"]
     assert "'fa3'" in errors["bwd version"] and "num_stages 4" in errors["bwd stages"]
+    assert "dq_writer: with dq_bulk" in errors["bwd writer"] and "two stages" in errors["bwd bulk stages"]
