@@ -31,9 +31,8 @@
 #   the first to the others (`setmaxnreg`);
 # - **ping-pong** of the two consumers, and **overlap inside a warpgroup** of the softmax with the
 #   matmuls;
-# - the **backward**: one pass per block of keys with $dQ$ added by atomics, then in a kernel of its own
-#   that repeats two matmuls, then tile by tile by TMA's **bulk reduction** (reached through inline PTX:
-#   Gluon 3.6 has no such operation) from a warp of its own, FlashAttention-3's way;
+# - the **backward**: one pass per block of keys, $dQ$ added by atomics, then by a kernel of its own, then
+#   tile by tile by TMA's **bulk reduction** from a warp of its own (inline PTX: Gluon 3.6 has none);
 # - where each pass stops against cuDNN, in registers, clock and work per clock.
 
 # %% tags=["hide-input", "fa3"] summary="Imports and settings; the forward topic's reference and FLOP count"
@@ -600,26 +599,30 @@ if GPU:
 # (section 10 lists it at run time), so versions 1-5 add $dQ$ with `gl.atomic_add`, one
 # `red.global.add.f32` per element, 32 per thread per block, and versions 8 and 9 write the instruction
 # as inline PTX (section 10 says how it finds its shared memory).
-# - **Version 5** halves those instructions: Hopper's `red` takes two or four floats at once
-#   (`red.global.add.v2.f32`, PTX ISA 8.1), and a wgmma accumulator holds each thread's values in pairs
-#   of adjacent columns, so one inline-PTX instruction adds a pair (16 per thread per block). Run on an
-#   H100 and an H200 (27 November 2026), it stayed within the pairs' spread of version 4 (section 8's
-#   table): issuing the reductions was not what held the backward back. The bytes they move are the same,
-#   and section 9 measures what those bytes cost.
-# - **Versions 6 and 7** add nothing. $dK$ and $dV$ come from version 2 with no $dQ$ at all (`DQ=False`:
-#   no $dS$ hand-off, no atomics), and $dQ$ from a kernel of its own that walks the keys for 128 queries
-#   as the forward does, computing $S$ and $dP$ again and storing $dQ$ once: seven matmuls where one
-#   pass runs five. Version 6's $dQ$ kernel is plain (8 warps); version 7's is specialized as the
-#   forward is, a loading warp and two consumer warpgroups of 64 queries.
+# ??? note "Versions 3-7: the atomics made cheaper, then avoided by a second kernel"
+#     Version 3 adds a third stage to the $Q$, $dO$ ring; version 4 issues $dQ$'s matmul under $dK$'s and
+#     $dV$'s.
+#
+#     - **Version 5** halves those instructions: Hopper's `red` takes two or four floats at once
+#       (`red.global.add.v2.f32`, PTX ISA 8.1), and a wgmma accumulator holds each thread's values in pairs
+#       of adjacent columns, so one inline-PTX instruction adds a pair (16 per thread per block). Run on an
+#       H100 and an H200 (27 November 2026), it stayed within the pairs' spread of version 4 (section 8's
+#       table): issuing the reductions was not what held the backward back. The bytes they move are the same,
+#       and section 9 measures what those bytes cost.
+#     - **Versions 6 and 7** add nothing. $dK$ and $dV$ come from version 2 with no $dQ$ at all (`DQ=False`:
+#       no $dS$ hand-off, no atomics), and $dQ$ from a kernel of its own that walks the keys for 128 queries
+#       as the forward does, computing $S$ and $dP$ again and storing $dQ$ once: seven matmuls where one
+#       pass runs five. Version 6's $dQ$ kernel is plain (8 warps); version 7's is specialized as the
+#       forward is, a loading warp and two consumer warpgroups of 64 queries.
+#
 # - **Version 8** is one pass again, version 2 with each $dQ$ tile added by **one bulk reduction**
 #   (`cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32`, PTX ISA 8.0): the consumer stores its
 #   64 × 64 fp32 tile to shared memory and one thread hands all 16 KiB to TMA, which adds it in L2 while
-#   the warpgroup goes on. The tile is staged in the **accumulator's own order** (a thread's pair of
-#   columns, then the 32 lanes, then its other registers, then the warps), so a warp's store covers 256
-#   contiguous bytes with no bank conflict and no padding, and it lands in global memory in that order:
-#   the buffer holds tiles, not rows, and a small Triton kernel (`dq_from_tiles`) puts each element in
-#   place, scales and casts after the backward, as FlashAttention-3's post-processing kernel does. Each
-#   consumer has two staging tiles used in turn (64 KiB more shared memory, 225 KiB in all).
+#   the warpgroup goes on. The tile is staged in the **accumulator's own order** (a thread's column pair,
+#   the 32 lanes, its other registers, the warps): a warp's store is 256 contiguous bytes, no bank
+#   conflict, and the buffer holds tiles, not rows, which a small Triton kernel (`dq_from_tiles`) puts in
+#   place after the backward, as FlashAttention-3's post-processing does. Two staging tiles per consumer
+#   are used in turn (225 KiB of shared memory in all).
 # - **Version 9** moves the reductions to **a warp of their own**, as FlashAttention-3 does: the
 #   consumers only stage a tile and arrive on an mbarrier; the writing warp issues the reduction, waits
 #   until TMA has read the tile, and hands the stage back. The consumers no longer wait on TMA, nor meet
@@ -1489,7 +1492,7 @@ if GPU:
 # and the forward topic's split of throughput into SMs × clock × work per clock, sampled while the final
 # versions and cuDNN each run for a few seconds (cuDNN, Gluon, Gluon, cuDNN), forward and backward.
 
-# %% tags=["hide-input"] summary="The compiled kernels; clock, power and work per clock against cuDNN"
+# %% tags=["hide-cell"] summary="The compiled kernels (registers, spills, shared memory); clock, power and work per clock against cuDNN"
 compiled_rows, power_rows, mean = [], [], {}
 if GPU:
     n = 8192  # sections 7 and 8 left other shapes in q, k, v
@@ -1600,14 +1603,21 @@ if GPU:
 # kernels runs its matmuls at about cuDNN's rate per matmul or better, and what is left is the count,
 # seven matmuls against five. Versions 8 and 9 add the same bytes as versions 1-5, but a tile at a time
 # through TMA, and that is what closes the gap: the bytes were never the problem, the way they were
-# added was. Three trials outside this page (28 November 2026, one H200, in pairs with cuDNN at N = 8192)
-# show which part of the way matters: 64 bulk reductions of one 256-byte row each, issued by the
-# consumers, ran at 0.66× cuDNN, slower than the atomics (0.71×); one reduction per tile, from padded
-# rows, 0.83×; the tile in the accumulator's order with two stages (version 8) 0.87-0.90×; the same
-# issued by a warp of its own (version 9) 0.94-0.96×. Each reduction is a request the SM's TMA unit
-# serves in turn, beside the loads of $Q$ and $dO$, so fewer and larger ones cost less, and a consumer
-# that waits for TMA to read its tile, or meets its warpgroup twice more per block, leaves its tensor
-# cores idle meanwhile.
+# added was. Version 9 still runs at a higher clock than cuDNN with less work per clock (section 11), so
+# its tensor cores still wait some of the time; what for is not measured here.
+#
+# The forward runs level with cuDNN: the same power cap, the same clock within a percent, the same
+# work per clock within a percent (section 11). Passing cuDNN by 2 % (the moonshot) needs more work per
+# clock, and the tensor cores are already about two-thirds busy in both.
+#
+# ??? note "Which part of the way matters: five ways to add the same bytes"
+#     Trials outside this page (28 November 2026, one H200, in pairs with cuDNN at N = 8192): 64 bulk
+#     reductions of one 256-byte row each, issued by the consumers, ran at 0.66× cuDNN, slower than the
+#     atomics (0.71×); one reduction per tile, from padded rows, 0.83×; the tile in the accumulator's order
+#     with two stages (version 8) 0.87-0.90×; the same issued by a warp of its own (version 9) 0.94-0.96×.
+#     Each reduction is a request the SM's TMA unit serves in turn, beside the loads of $Q$ and $dO$, so
+#     fewer and larger ones cost less, and a consumer that waits for TMA to read its tile, or meets its
+#     warpgroup twice more per block, leaves its tensor cores idle meanwhile.
 #
 # **What Blackwell would change.** On sm_100, `tcgen05.mma` is issued by one thread and accumulates
 # in **tensor memory** (TMEM, 256 KiB per SM beside the registers), not in the issuing warps'
@@ -1638,15 +1648,16 @@ if GPU:
 # `cp.async.bulk.wait_group.read n`, the same bulk groups. The compile tests check that the offset is
 # found and that the kernels carry the bulk reduction and no atomics.
 #
-# Another way to fewer bytes, two programs of a cluster summing their $dQ$ tiles before one add,
-# needs a reduction across the CTAs of a cluster. Gluon states it as a layout (`cga_layout` on a
-# `BlockedLayout`, the kernel compiled with `num_ctas=2`) and `gl.sum` over the split dimension. Compiled
-# for sm_90 on the CPU (27 November 2026), a [2, 64, 128] fp32 tile summed over its CTA dimension:
-# Triton 3.6, this page's, stops in `ConvertTritonGPUToLLVM` with the assertion
-# `helper.isReduceWithinCTA() && "Unexpected srcLayout in ReduceOpConversion"`; Triton 3.9 lowers it
-# through distributed shared memory (`mapa.shared`, `ld.shared::cluster.v4.b32`,
-# `barrier.cluster.arrive`/`wait`, `.reqnctapercluster 2`). So that step waits for a newer Triton on
-# the GPU machines.
+# ??? note "Another way to fewer bytes: a cluster's two programs sum their tiles first (waits for a newer Triton)"
+#     Another way to fewer bytes, two programs of a cluster summing their $dQ$ tiles before one add,
+#     needs a reduction across the CTAs of a cluster. Gluon states it as a layout (`cga_layout` on a
+#     `BlockedLayout`, the kernel compiled with `num_ctas=2`) and `gl.sum` over the split dimension. Compiled
+#     for sm_90 on the CPU (27 November 2026), a [2, 64, 128] fp32 tile summed over its CTA dimension:
+#     Triton 3.6, this page's, stops in `ConvertTritonGPUToLLVM` with the assertion
+#     `helper.isReduceWithinCTA() && "Unexpected srcLayout in ReduceOpConversion"`; Triton 3.9 lowers it
+#     through distributed shared memory (`mapa.shared`, `ld.shared::cluster.v4.b32`,
+#     `barrier.cluster.arrive`/`wait`, `.reqnctapercluster 2`). So that step waits for a newer Triton on
+#     the GPU machines.
 
 # %% tags=["hide-input"] summary="Gluon's TMA operations in this Triton"
 tma_ops = sorted(n for n in dir(tma) if not n.startswith("_") and callable(getattr(tma, n)) and n[0].islower())
