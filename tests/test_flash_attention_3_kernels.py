@@ -118,7 +118,6 @@ for name, cfg in nb.BWD_VERSIONS.items():  # every step without the mask; the fi
         backward[key]["specialized"] = cfg["version"] == "ws"
         backward[key]["pairs"] = cfg.get("dq_vec2", False)
         backward[key]["dq"] = "bulk" if cfg.get("dq_bulk") else "atomics" if not cfg.get("dq_kernel") else "kernel"
-        backward[key]["writer"] = cfg.get("dq_writer", False)
         if cfg.get("dq_kernel"):  # and dQ's own kernel: plain (8 warps, 128 queries) or warp-specialized
             dq_key = f"{key} dQ"
             if cfg.get("dq_ws"):
