@@ -85,6 +85,38 @@ compile (``test_older_cards``) give the same shared memory, registers and spills
 and the compile takes 46 s instead of 53 s."""
 
 
+PTXAS_REPORTED = r'''
+import contextlib as _contextlib, io as _io, re as _re
+import triton as _triton
+from triton import knobs as _knobs
+from triton.runtime.cache import get_cache_manager as _cache_manager
+
+
+def compile_reported(src, target, options):
+    """``triton.compile(src, target=target, options=options)`` and what ``ptxas -v`` printed for that
+    cubin (``TRITON_DUMP_PTXAS_LOG=1``: its registers, spill stores and loads). ptxas runs only when
+    Triton compiles, not on a hit in Triton's cache, so its report is kept in the cache beside the
+    cubin, under the compile's own key (``CompiledKernel.hash``); a hit with no report kept (a compile
+    made without the log) compiles again."""
+    for again in (False, True):
+        log = _io.StringIO()
+        with _contextlib.redirect_stdout(log), _knobs.compilation.scope():
+            _knobs.compilation.always_compile = again
+            kernel = _triton.compile(src, target=target, options=options)
+        cache = _cache_manager(kernel.hash)
+        if _re.search(r"Used \d+ registers", log.getvalue()):
+            cache.put(log.getvalue(), "ptxas.log", binary=False)
+            return kernel, log.getvalue()
+        kept = cache.get_file("ptxas.log")
+        if kept:
+            with open(kept, encoding="utf-8") as file:
+                return kernel, file.read()
+    raise RuntimeError(f"ptxas reported nothing on {kernel.name}")
+'''
+"""Python that a compiling child starts with: ``compile_reported``, ``triton.compile`` with ptxas's report
+on the cubin, kept in Triton's cache so that a cache hit reports as the compile did."""
+
+
 def run_for_sm90(script: str, *args: str, **env: str) -> dict:
     """Run ``script`` (Python that compiles kernels with ``triton.compile`` for an sm_90 target and
     prints a JSON object as its last line) in a child process without the interpreter; return that

@@ -3,7 +3,8 @@
 Gluon has no interpreter, so nothing here runs a kernel: a child process (no ``TRITON_INTERPRET``)
 imports the notebook's cells tagged ``fa3`` (:func:`worklog_gen.kit.cells.import_cells`, as a
 reader's own notebook would) and compiles each version with ``triton.compile`` for an sm_90 target,
-Triton's own ``ptxas`` reporting registers and spills (``TRITON_DUMP_PTXAS_LOG=1``). What the design
+Triton's own ``ptxas`` reporting registers and spills (``TRITON_DUMP_PTXAS_LOG=1``; the report is kept in
+Triton's cache beside the cubin, so a kernel compiled before reports too). What the design
 needs is asserted on the PTX: TMA copies in and out, ``wgmma`` for both matmuls, the register budgets
 moved by ``setmaxnreg`` (24 for the loading warp, 240 for the consumers) in the warp-specialized
 versions only, a consumer that waits with one matmul still in flight only where ``OVERLAP`` asks for
@@ -16,18 +17,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from interpreted import run_for_sm90
+from interpreted import PTXAS_REPORTED, run_for_sm90
 
 pytestmark = pytest.mark.xdist_group("flash_attention_3_kernels")
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "flash_attention_3.py"
 
-COMPILE = r'''
-import contextlib, io, json, os, re, sys
+COMPILE = PTXAS_REPORTED + r'''
+import json, os, re, sys
 os.environ["WORKLOG_GEN_NOTEBOOK_DIR"] = sys.argv[1]
 import torch
-import triton
 from triton.backends.compiler import GPUTarget
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon._runtime import GluonASTSource
@@ -37,6 +37,10 @@ from worklog_gen.kit.cells import import_cells
 # (Hopper or older, for its TMA versions); the answer is the card these kernels are compiled for.
 torch.cuda.get_device_capability = lambda device=None: (9, 0)
 nb = import_cells("flash_attention_3.py", tag="fa3")
+direction, bounds = sys.argv[2], sys.argv[3].split("-")  # "forward" or "backward"; versions "1-4" or "5"
+first, last = int(bounds[0]), int(bounds[-1])
+versions = nb.VERSIONS if direction == "forward" else nb.BWD_VERSIONS
+mine = list(versions)[first - 1:last]
 
 
 def descriptor(rows, d):
@@ -44,19 +48,8 @@ def descriptor(rows, d):
     return f"tensordesc<bf16{block},{gl.NVMMASharedLayout.get_default_for(block, gl.bfloat16)!r}>"
 
 
-SEEN = {}
-
-
 def compiled(fn, consts, q_rows, d, **options):
-    """The report of one compile; a kernel compiled before (versions 6 and 7 share dK and dV's) is reported
-    from its first compile, since Triton's cache then runs no ptxas."""
-    key = (fn.__name__, repr(sorted(consts.items())), q_rows, d, repr(sorted(options.items())))
-    if key not in SEEN:
-        SEEN[key] = _compiled(fn, consts, q_rows, d, **options)
-    return dict(SEEN[key])
-
-
-def _compiled(fn, consts, q_rows, d, **options):
+    """What one compile gives: its shared memory, ptxas's registers and spills, and what its PTX holds."""
     sig = {}
     for arg in fn.arg_names:
         if arg in consts:
@@ -67,10 +60,8 @@ def _compiled(fn, consts, q_rows, d, **options):
             sig[arg] = {"lse_ptr": "*fp32", "delta_ptr": "*fp32", "dq_ptr": "*bf16" if fn.__name__.startswith("attention_bwd_dq")
                         else "*fp32", "dk_ptr": "*bf16", "dv_ptr": "*bf16",
                         "qk_scale": "fp32", "sm_scale": "fp32"}.get(arg, "i32")
-    log = io.StringIO()
-    with contextlib.redirect_stdout(log):
-        kernel = triton.compile(GluonASTSource(fn, sig, consts), target=GPUTarget("cuda", 90, 32), options=options)
-    ptx, text = kernel.asm["ptx"], log.getvalue()
+    kernel, text = compile_reported(GluonASTSource(fn, sig, consts), GPUTarget("cuda", 90, 32), options)
+    ptx = kernel.asm["ptx"]
     return {"shared": kernel.metadata.shared,
             "bulk": ptx.count("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32"),
             "stage_byte": nb.dq_stage_byte(kernel) if consts.get("DQ_BULK") else None,
@@ -89,6 +80,8 @@ def _compiled(fn, consts, q_rows, d, **options):
 out = {}
 final = list(nb.VERSIONS)[-1]
 for name, cfg in nb.VERSIONS.items():  # every step without the mask; the final one causal too, and at d = 64
+    if direction != "forward" or name not in mine:
+        continue
     for causal, d in ([(False, 128), (True, 128), (False, 64)] if name == final else [(False, 128)]):
         key = f"{name} causal={causal} d={d}"
         if cfg["version"] == "gluon":
@@ -104,6 +97,8 @@ for name, cfg in nb.VERSIONS.items():  # every step without the mask; the final 
 backward = {}
 first_ws = next(name for name, cfg in nb.BWD_VERSIONS.items() if cfg["version"] == "ws")
 for name, cfg in nb.BWD_VERSIONS.items():  # every step without the mask; the first warp-specialized one causal, d = 64
+    if direction != "backward" or name not in mine:
+        continue
     for causal, d in ([(False, 128), (True, 128), (False, 64)] if name == first_ws else [(False, 128)]):
         key = f"{name} causal={causal} d={d}"
         if cfg["version"] == "gluon":
@@ -127,6 +122,10 @@ for name, cfg in nb.BWD_VERSIONS.items():  # every step without the mask; the fi
                 backward[dq_key] = compiled(nb.attention_bwd_dq, dict(CAUSAL=causal, NUM_STAGES=2, num_warps=8), 128, d,
                                             num_warps=8)
             backward[dq_key].update(specialized=bool(cfg.get("dq_ws")), pairs=False, dq="own kernel")
+
+if (direction, last) != ("forward", len(versions)):  # the launchers' checks and the staging order once
+    print(json.dumps({"kernels": out, "backward": backward}))
+    sys.exit()
 
 # the staging order of the bulk reductions against the wgmma accumulator's linear layout, as Triton gives it
 from triton._C.libtriton import gluon_ir, ir
@@ -166,16 +165,44 @@ print(json.dumps({"kernels": out, "backward": backward, "errors": errors, "order
 '''
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory) -> dict:
-    """Every version compiled in one child, with a Triton cache of its own so that ptxas runs and reports."""
-    return run_for_sm90(COMPILE, str(NOTEBOOK.parent), TRITON_DUMP_PTXAS_LOG="1", TRITON_DEFAULT_FP_FUSION="1",
-                        TRITON_CACHE_DIR=str(tmp_path_factory.mktemp("triton-cache")))
+PARTS = {"forward": ("1-4", "5"), "backward": ("1-5", "6-9")}
+"""Each direction's versions in the parts a child compiles (the last forward part also checks the
+launchers and the staging order), so that no test waits long: 3 to 7 compiles a part."""
+
+_BUILT: dict[tuple[str, str], dict] = {}
+"""A part's compiles, for the rest of the module once a test has made them."""
 
 
-def test_every_version_compiles_for_sm90_with_tma_wgmma_and_no_spills(built):
-    kernels = built["kernels"]
-    assert len(kernels) == 7, sorted(kernels)  # 5 versions; the last causal and at d = 64 too
+def built_part(direction: str, versions: str) -> dict:
+    """Versions ``versions`` (``"1-4"``) of ``direction``, compiled in a child, in Triton's own cache,
+    ptxas's report on each kernel kept beside its cubin (``compile_reported``)."""
+    if (direction, versions) not in _BUILT:
+        _BUILT[direction, versions] = run_for_sm90(COMPILE, str(NOTEBOOK.parent), direction, versions,
+                                                   TRITON_DUMP_PTXAS_LOG="1", TRITON_DEFAULT_FP_FUSION="1")
+    return _BUILT[direction, versions]
+
+
+@pytest.fixture(params=PARTS["forward"], ids=lambda part: f"versions {part}")
+def forward(request) -> tuple[str, dict]:
+    """A part of the forward's versions (``"1-4"``) and its compiles."""
+    return request.param, built_part("forward", request.param)["kernels"]
+
+
+@pytest.fixture
+def built() -> dict:
+    """The last forward part's child: its compiles, the launchers' checks and the staging order."""
+    return built_part("forward", PARTS["forward"][-1])
+
+
+@pytest.fixture(params=PARTS["backward"], ids=lambda part: f"versions {part}")
+def backward(request) -> tuple[str, dict]:
+    """A part of the backward's versions (``"1-5"``) and its compiles."""
+    return request.param, built_part("backward", request.param)["backward"]
+
+
+def test_every_version_compiles_for_sm90_with_tma_wgmma_and_no_spills(forward):
+    part, kernels = forward
+    assert len(kernels) == {"1-4": 4, "5": 3}[part], sorted(kernels)  # 5 versions; the last causal and at d = 64 too
     for key, k in kernels.items():
         assert k["ptxas"], f"{key}: ptxas reported nothing"
         assert k["spills"] == 0, f"{key}: {k['spills']} bytes spilled"
@@ -184,17 +211,17 @@ def test_every_version_compiles_for_sm90_with_tma_wgmma_and_no_spills(built):
         assert k["wgmma"] > 0, key
 
 
-def test_only_the_specialized_versions_move_registers_to_the_consumers(built):
-    for key, k in built["kernels"].items():
+def test_only_the_specialized_versions_move_registers_to_the_consumers(forward):
+    for key, k in forward[1].items():
         if k["specialized"]:  # the loading warp gives its registers away; the consumers take 240
             assert {"dec 24", "inc 240"} <= set(k["setmaxnreg"]), (key, k["setmaxnreg"])
         else:
             assert k["setmaxnreg"] == [], (key, k["setmaxnreg"])
 
 
-def test_only_the_overlapped_versions_wait_with_a_matmul_in_flight(built):
+def test_only_the_overlapped_versions_wait_with_a_matmul_in_flight(forward):
     """OVERLAP: the softmax starts once S is done, while P V is still running (wait_group 1)."""
-    for key, k in built["kernels"].items():
+    for key, k in forward[1].items():
         assert (1 in k["waits"]) == k["overlap"], (key, k["waits"])
         assert 0 in k["waits"], key
 
@@ -207,14 +234,15 @@ def test_bad_input_is_a_clear_error_before_any_launch(built):
     assert "contiguous" in errors["strided"]
 
 
-def test_every_backward_version_compiles_with_tma_wgmma_and_dq_by_atomics_or_bulk_reductions(built):
+def test_every_backward_version_compiles_with_tma_wgmma_and_dq_by_atomics_or_bulk_reductions(backward):
     """Five matmuls per block (S^T, dP^T, dV, dK, dQ) on wgmma; Q and dO in by TMA; dQ added by
     pointer atomics in versions 1-5 (Gluon 3.6's TMA has no bulk reduction, the page's section 10): one
     float per instruction, or in version 5 two (``red.global.add.v2.f32``) and no single ones; in
     versions 8 and 9 by the bulk reduction written as inline PTX and no atomic, from a staging buffer
     whose offset in shared memory :func:`dq_stage_byte` finds (16-byte aligned, as the instruction needs)."""
-    kernels = built["backward"]
-    assert len(kernels) == 13, sorted(kernels)  # 9 versions, 6 and 7 with dQ's own kernel; version 2 causal and d = 64 too
+    half, kernels = backward
+    # versions 1-5, version 2 causal and d = 64 too; versions 6-9, 6 and 7 with dQ's own kernel
+    assert len(kernels) == {"1-5": 7, "6-9": 6}[half], sorted(kernels)
     for key, k in kernels.items():
         assert k["ptxas"], f"{key}: ptxas reported nothing"
         assert k["shared"] <= 227 * 1024, f"{key}: {k['shared']} B of shared memory"
@@ -231,7 +259,8 @@ def test_every_backward_version_compiles_with_tma_wgmma_and_dq_by_atomics_or_bul
             assert k["dq_atomics"] > 0 and k["dq_pairs"] == 0, (key, k["dq_pairs"], k["dq_atomics"])
     pairs = [k for k in kernels.values() if k["pairs"]]
     singles = [k for key, k in kernels.items() if key.startswith("4.")]
-    assert len(pairs) == 1 and 2 * pairs[0]["dq_pairs"] == singles[0]["dq_atomics"]  # the same floats, half the instructions
+    if half == "1-5":  # versions 4 and 5: the same floats, half the instructions
+        assert len(pairs) == 1 and 2 * pairs[0]["dq_pairs"] == singles[0]["dq_atomics"]
 
 
 def test_the_bulk_reductions_stage_dq_in_the_accumulators_own_order(built):
@@ -244,13 +273,13 @@ def test_the_bulk_reductions_stage_dq_in_the_accumulators_own_order(built):
         assert order["ours"][0] == [0, 1] and len(order["ours"]) == (64 * int(cols)).bit_length() - 1, cols
 
 
-def test_the_backward_consumers_get_240_registers_and_spill_little(built):
+def test_the_backward_consumers_get_240_registers_and_spill_little(backward):
     """The warp-specialized versions hold dK, dV (64 + 64 registers a thread), S^T and dP^T (32 + 32)
     within setmaxnreg's 240, and at d = 128 still spill a little: 76-100 bytes a thread with the
     device's Triton 3.6, up to 216 with 3.9. The bound guards the fix that got them there: loading the
     log-sum-exp and Δ straight into the accumulator's column layout (16 values and 16 addresses a
     thread each) spilled 696 bytes. No spill at all, the issue's goal, is not met at d = 128."""
-    for key, k in built["backward"].items():
+    for key, k in backward[1].items():
         if k["specialized"]:
             assert {"dec 24", "inc 240"} <= set(k["setmaxnreg"]), (key, k["setmaxnreg"])
             assert k["spill_bytes"] <= 256, f"{key}: {k['spill_bytes']} bytes spilled"

@@ -7,7 +7,8 @@ Triton ships ``ptxas``), every kernel of each topic whose declared minimum is at
 card, at the configurations the notebook launches (its fixed launch parameters, its sweeps and its
 autotuner's list), and checks that the compiled kernel fits the card: shared memory within the
 card's opt-in maximum per block, at most 255 registers per thread and no local-memory spills
-(from ``ptxas -v``, which Triton runs and prints with ``TRITON_DUMP_PTXAS_LOG=1``). A topic that
+(from ``ptxas -v``, which Triton runs and prints with ``TRITON_DUMP_PTXAS_LOG=1``, its report kept in
+Triton's cache beside the cubin so that a kernel compiled before is reported on too). A topic that
 declares 9.0 (TMA, warp specialization, ``torch._grouped_mm``) is listed as not for these cards,
 and its declared minimum must be above the card's.
 
@@ -27,7 +28,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from interpreted import NO_LINE_INFO
+from interpreted import NO_LINE_INFO, PTXAS_REPORTED
 
 from worklog_gen.freeze.execute import requirements
 
@@ -83,28 +84,34 @@ KNOWN_MISFITS = {
 """Fixed launches that do not fit a card, found by this module, and why: the test asserts that these,
 and no others, fail to fit, so that a new misfit and a fixed one are both noticed."""
 
-COMPILE = r'''
-import ast, contextlib, io, json, re, sys
-import triton
+COMPILE = PTXAS_REPORTED + r'''
+import ast, json, re, sys
 import triton.language as tl
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-notebooks, targets = sys.argv[1], [int(t) for t in sys.argv[2].split(",")]
-shard, shards = (int(x) for x in sys.argv[3].split("/"))  # this child compiles every shards-th kernel
-shared_per_block = int(sys.argv[4])  # the card's opt-in shared memory per block, bytes
+notebooks, kit, cc = sys.argv[1], sys.argv[2], int(sys.argv[3])
+part, parts = (int(x) for x in sys.argv[4].split("/"))  # this child compiles every parts-th kernel
+shared_per_block = int(sys.argv[5])  # the card's opt-in shared memory per block, bytes
 
 
-def jitted(stem, extra=""):
-    """The @triton.jit functions of notebooks/<stem>.py (with the imports from the kit they use)."""
-    path = f"{notebooks}/{stem}.py"
-    tree = ast.parse(open(path).read())
-    keep = [n for n in tree.body if isinstance(n, ast.FunctionDef)
-            and any("triton.jit" in ast.unparse(d) for d in n.decorator_list)]
+def jitted(stem, *more):
+    """The @triton.jit functions of notebooks/<stem>.py, and of the files ``more`` (the kit's that it
+    imports), read from their source: no torch is imported."""
     ns = {"__name__": f"{stem}_kernels"}
-    exec(compile(ast.parse("import triton, triton.language as tl\n" + extra), path, "exec"), ns)
-    exec(compile(ast.Module(body=keep, type_ignores=[]), path, "exec"), ns)
+    exec("import triton, triton.language as tl", ns)
+    for path in (*more, f"{notebooks}/{stem}.py"):
+        tree = ast.parse(open(path).read())
+        keep = [n for n in tree.body if isinstance(n, ast.FunctionDef)
+                and any("triton.jit" in ast.unparse(d) for d in n.decorator_list)]
+        exec(compile(ast.Module(body=keep, type_ignores=[]), path, "exec"), ns)
     return ns
+
+
+def constant(path, name):
+    """The literal assigned to ``name`` at the top of ``path``."""
+    return next(ast.literal_eval(n.value) for n in ast.parse(open(path).read()).body
+                if isinstance(n, ast.Assign) and any(getattr(t, "id", None) == name for t in n.targets))
 
 
 def functions(stem, names, **globals_):
@@ -198,8 +205,8 @@ add("fusion", ns, "shifted_sums_kernel", "fp32", dict(SPLITS=8, BLOCK_SIZE=2048)
 add("fusion", ns, "combine_kernel", "fp32", dict(SPLITS=8), num_warps=4)
 
 # tiled_matmul: naive, tiled and grouped at fixed_tile, the autotuner's list after keep_configs
-from worklog_gen.kit.gemm import MAX_ACC_REGS
-ns = jitted("tiled_matmul", "from worklog_gen.kit.gemm import grouped_tile")
+MAX_ACC_REGS = constant(f"{kit}/gemm.py", "MAX_ACC_REGS")
+ns = jitted("tiled_matmul", f"{kit}/gemm.py")  # its grouped_tile
 ns["matmul_autotuned_kernel"] = ns["matmul_grouped_kernel"]  # triton.autotune over the grouped kernel
 unit = dict(stride_ak=1, stride_bn=1, stride_cn=1)  # row-major operands: unit strides specialised to constants
 for dtype, elem in (("bf16", 2), ("fp16", 2), ("fp32", 4)):
@@ -252,70 +259,64 @@ def key(entry):
     return fn.__name__, repr(sorted(sig.items())), repr(sorted(consts.items())), repr(sorted(options.items()))
 
 
-# distinct compiles (a sweep includes the default launch), dealt round the children
+# distinct compiles (a sweep includes the default launch), dealt round the parts
 unique = list(dict.fromkeys(key(e) for e in KERNELS))
-mine = set(unique[shard::shards])
-out = []
-for cc in targets:
-    done = {}
-    for entry in KERNELS:
-        stem, name, dtype, cfg, autotuned, fn, sig, consts, options = entry
-        k = key(entry)
-        if k not in mine:
-            continue
-        if k not in done:
-            # pointers are 16-byte aligned, as the launcher specialises them; sizes and strides of the
-            # matmuls divisible by 16, as the benchmark shapes are
-            attrs = {(fn.arg_names.index(a),): [["tt.divisibility", 16]] for a, t in sig.items()
-                     if t.startswith("*") or (stem == "tiled_matmul" and t == "i32")}
-            log = io.StringIO()
-            with contextlib.redirect_stdout(log):
-                kernel = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts, attrs=attrs),
-                                        target=GPUTarget("cuda", cc, 32), options=options)
-            text = log.getvalue()
-            regs = [int(r) for r in re.findall(r"Used (\d+) registers", text)]
-            spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", text)]
-            done[k] = dict(cc=cc, shared=kernel.metadata.shared, regs=max(regs) if regs else None,
-                           spills=sum(spills) if spills else None)
-        out.append(dict(done[k], notebook=stem, kernel=name, dtype=dtype, config=cfg, autotuned=autotuned))
+mine = set(unique[part::parts])
+out, done = [], {}
+for entry in KERNELS:
+    stem, name, dtype, cfg, autotuned, fn, sig, consts, options = entry
+    k = key(entry)
+    if k not in mine:
+        continue
+    if k not in done:
+        # pointers are 16-byte aligned, as the launcher specialises them; sizes and strides of the
+        # matmuls divisible by 16, as the benchmark shapes are
+        attrs = {(fn.arg_names.index(a),): [["tt.divisibility", 16]] for a, t in sig.items()
+                 if t.startswith("*") or (stem == "tiled_matmul" and t == "i32")}
+        kernel, text = compile_reported(ASTSource(fn=fn, signature=sig, constexprs=consts, attrs=attrs),
+                                        GPUTarget("cuda", cc, 32), options)
+        regs = [int(r) for r in re.findall(r"Used (\d+) registers", text)]
+        spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", text)]
+        done[k] = dict(cc=cc, shared=kernel.metadata.shared, regs=max(regs) if regs else None,
+                       spills=sum(spills) if spills else None)
+    out.append(dict(done[k], notebook=stem, kernel=name, dtype=dtype, config=cfg, autotuned=autotuned))
 print(json.dumps(out))
 '''
 
 
-SHARDS = 2
-"""Child processes that compile at once (the kernels dealt round them), one per core of a small machine."""
+PARTS = 6
+"""The parts each card's compiles are dealt into (every sixth kernel each), a test apiece, so that none
+runs for long: 33 or 34 compiles a part, in a child process of its own."""
 
 
-_COMPILED: dict[int, list[dict]] = {}
-"""sm_XY -> its compiled rows, for the rest of the module once a test has compiled them."""
+_COMPILED: dict[tuple[int, int], list[dict]] = {}
+"""(sm_XY, part) -> its compiled rows, for the rest of the module once a test has compiled them."""
 
 
-@pytest.fixture
-def compiled(tmp_path_factory, cc) -> list[dict]:
-    """Every kernel of :data:`PORTABLE`, compiled for the test's card ``cc`` (one of :data:`CARDS`,
-    a card per test so that none runs long) in :data:`SHARDS` child processes (no interpreter; each
-    with its own Triton cache in a temporary folder, so that every kernel is compiled and ``ptxas``
-    reports on it). The tests of one card share its compiles."""
-    if cc in _COMPILED:
-        return _COMPILED[cc]
+def compile_part(cc: int, part: int) -> list[dict]:
+    """Part ``part`` of :data:`PARTS` of every kernel of :data:`PORTABLE`, compiled for the card ``cc``
+    (one of :data:`CARDS`) in a child process (no interpreter), once in the module. The child compiles
+    in Triton's own cache (``TRITON_CACHE_DIR`` or its default), keeping ``ptxas``'s report beside each
+    cubin (``compile_reported``), so that a kernel compiled before is reported on as ptxas reported it."""
+    if (cc, part) in _COMPILED:
+        return _COMPILED[(cc, part)]
     pytest.importorskip("triton")
-    base = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    base.update(PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-                TRITON_DUMP_PTXAS_LOG="1", TRITON_DEFAULT_FP_FUSION="1", **NO_LINE_INFO)
-    children = [subprocess.Popen([sys.executable, "-c", COMPILE, str(NOTEBOOKS), str(cc), f"{i}/{SHARDS}",
-                                  str(CARDS[cc][1])],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                 env={**base, "TRITON_CACHE_DIR": str(tmp_path_factory.mktemp("triton-cache"))})
-                for i in range(SHARDS)]
-    rows = []
-    for child in children:
-        stdout, stderr = child.communicate(timeout=600)
-        if child.returncode != 0 and "ptxas" in stderr and "PTXASError" not in stderr:
-            pytest.skip(f"no sm_{cc} code generation here: {stderr.strip().splitlines()[-1]}")
-        assert child.returncode == 0, stderr[-4000:]
-        rows += json.loads(stdout.strip().splitlines()[-1])
-    _COMPILED[cc] = rows
-    return rows
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env.update(PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+               TRITON_DUMP_PTXAS_LOG="1", TRITON_DEFAULT_FP_FUSION="1", **NO_LINE_INFO)
+    child = subprocess.run([sys.executable, "-c", COMPILE, str(NOTEBOOKS), str(REPO / "worklog_gen" / "kit"), str(cc),
+                            f"{part}/{PARTS}", str(CARDS[cc][1])], env=env, capture_output=True, text=True, timeout=600)
+    if child.returncode != 0 and "ptxas" in child.stderr and "PTXASError" not in child.stderr:
+        pytest.skip(f"no sm_{cc} code generation here: {child.stderr.strip().splitlines()[-1]}")
+    assert child.returncode == 0, child.stderr[-4000:]
+    _COMPILED[(cc, part)] = json.loads(child.stdout.strip().splitlines()[-1])
+    return _COMPILED[(cc, part)]
+
+
+def compile_card(cc: int) -> list[dict]:
+    """Every part of :func:`compile_part` for the card ``cc`` (compiled by the tests of each part
+    before the card's own tests run, in this module's order)."""
+    return [row for part in range(PARTS) for row in compile_part(cc, part)]
 
 
 def topics() -> dict[str, tuple[int, int]]:
@@ -329,27 +330,19 @@ def fits(row: dict) -> bool:
             and row["spills"] == 0)
 
 
+@pytest.mark.parametrize("part", range(PARTS), ids=lambda n: f"part{n + 1}of{PARTS}")
 @pytest.mark.parametrize("cc", list(CARDS))
-def test_every_topic_is_compiled_for_the_card_or_declares_a_newer_one(compiled, cc):
-    card = (cc // 10, cc % 10)
-    for stem, declared in topics().items():
-        if stem in PORTABLE:
-            assert declared <= card, f"{stem} declares {declared}, above sm_{cc}: not portable to the {CARDS[cc][0]}"
-            assert any(r["notebook"] == stem and r["cc"] == cc for r in compiled), f"{stem}: nothing compiled"
-        else:
-            assert stem in NOT_FOR_OLDER_CARDS, f"{stem} is neither compiled here nor listed as Hopper-only"
-            assert declared > card, f"{stem} is not compiled for sm_{cc} but declares {declared}"
-
-
-@pytest.mark.parametrize("cc", list(CARDS))
-def test_every_fixed_launch_fits_the_card(compiled, cc):
-    """Every kernel at the launch parameters the notebook fixes or sweeps: within the card's shared
-    memory, at most 255 registers, no spills, but for the findings of :data:`KNOWN_MISFITS`."""
+def test_every_fixed_launch_fits_the_card(cc, part):
+    """Every kernel at the launch parameters the notebook fixes or sweeps (this part's share of them):
+    within the card's shared memory, at most 255 registers, no spills, but for the findings of
+    :data:`KNOWN_MISFITS`."""
+    compiled = compile_part(cc, part)
     rows = [r for r in compiled if r["cc"] == cc and not r["autotuned"]]
     assert rows
     misfits = {(r["notebook"], r["kernel"], r["dtype"], r["config"]):
                f"{r['shared']} B shared, {r['regs']} registers, {r['spills']} B spilled" for r in rows if not fits(r)}
-    known = KNOWN_MISFITS.get(cc, {})
+    here = {(r["notebook"], r["kernel"], r["dtype"], r["config"]) for r in rows}
+    known = {k: why for k, why in KNOWN_MISFITS.get(cc, {}).items() if k in here}
     new = {k: v for k, v in misfits.items() if k not in known}
     assert not new, f"on sm_{cc} ({CARDS[cc][0]}, {CARDS[cc][1]} B shared per block):\n" + "\n".join(
         f"{' '.join(k)}: {v}" for k, v in new.items())
@@ -360,18 +353,33 @@ def test_every_fixed_launch_fits_the_card(compiled, cc):
             assert row["shared"] <= CARDS[cc][1] and row["regs"] <= MAX_REGISTERS, row
 
 
+@pytest.mark.parametrize("cc", list(CARDS))
+def test_every_topic_is_compiled_for_the_card_or_declares_a_newer_one(cc):
+    compiled = compile_card(cc)
+    card = (cc // 10, cc % 10)
+    for stem, declared in topics().items():
+        if stem in PORTABLE:
+            assert declared <= card, f"{stem} declares {declared}, above sm_{cc}: not portable to the {CARDS[cc][0]}"
+            assert any(r["notebook"] == stem and r["cc"] == cc for r in compiled), f"{stem}: nothing compiled"
+        else:
+            assert stem in NOT_FOR_OLDER_CARDS, f"{stem} is neither compiled here nor listed as Hopper-only"
+            assert declared > card, f"{stem} is not compiled for sm_{cc} but declares {declared}"
+    launches = {(r["notebook"], r["kernel"], r["dtype"], r["config"]) for r in compiled}
+    assert set(KNOWN_MISFITS.get(cc, {})) <= launches, "a known misfit that is no longer launched"
+
+
 TIMED_CANDIDATES = {"flash_attention"}
 """Topics whose own tuning loop checks and times every candidate and keeps the fastest that is right
 (FlashAttention's section 5): a candidate that spills is timed like the rest, and loses if it is slower."""
 
 
 @pytest.mark.parametrize("cc", list(CARDS))
-def test_every_autotuned_kernel_keeps_a_config_that_fits(compiled, cc):
+def test_every_autotuned_kernel_keeps_a_config_that_fits(cc):
     """A config too big for the card raises OutOfResources when the autotuner benchmarks it, which
     Triton's autotuner catches and times as infinite: the notebook's autotuner prunes it there. A
     tuning loop of :data:`TIMED_CANDIDATES` times a candidate that spills; at least one fits."""
     groups: dict[tuple, list[dict]] = {}
-    for r in compiled:
+    for r in compile_card(cc):
         if r["cc"] == cc and r["autotuned"]:
             groups.setdefault((r["notebook"], r["kernel"], r["dtype"]), []).append(r)
     assert groups
