@@ -85,8 +85,8 @@ walked it (12 to 24 % of that run's time on the topic pages measured); the secon
 and drawn.
 A fold's summary, and a fold open as the page loads, stay in the first run."""
 
-AXE_SHARDS = 4
-"""Each palette and width's pages are split among this many tests (every fourth page each, so
+AXE_SHARDS = 6
+"""Each palette and width's pages are split among this many tests (every sixth page each, so
 that the heavy topic pages spread out), each well under a minute on 2 cores."""
 
 

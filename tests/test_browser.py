@@ -150,7 +150,7 @@ def _context(browser, site: Site, viewport: dict, javascript: bool = True, schem
     lunr index on load, off the page's thread, and nothing of it reaches the page until a query is
     typed: 0.45 s of CPU a load for this site's 0.9 MB index (20 loads of five pages: 16.2 s of
     CPU with it, 7.4 s without, wall time the same), spent again on every visit. The tests that
-    load every page for errors (``visits``) and that search keep the real one."""
+    load every page for errors (:func:`visit_shard`) and that search keep the real one."""
     context = browser.new_context(viewport=viewport, color_scheme=scheme, java_script_enabled=javascript)
     context.set_default_timeout(TIMEOUT_MS)
     context.route(lambda url: not url.startswith(site.url), lambda route: route.abort("blockedbyclient"))
@@ -284,13 +284,23 @@ class Visit:
     charts: list[dict]
 
 
-@pytest.fixture(scope="module")
-def visits(browser, site) -> dict[str, Visit]:
-    """Each of :meth:`Site.pages` opened once at desktop width and read through, folds open."""
+VISIT_SHARDS = 3
+"""The pages read by :func:`visit_shard` are split among this many tests (every third page each, so that
+the heavy topic pages spread out)."""
+
+_VISITS: dict[int, dict[str, Visit]] = {}
+"""Shard -> its visits, for the rest of the module once a test has made them."""
+
+
+def visit_shard(browser, site: Site, shard: int) -> dict[str, Visit]:
+    """Every :data:`VISIT_SHARDS`-th page of :meth:`Site.pages`, from ``shard`` on, opened once in the
+    module at desktop width and read through, folds open."""
+    if shard in _VISITS:
+        return _VISITS[shard]
     context = _context(browser, site, DESKTOP)
     result = {}
     try:
-        for name, path in site.pages().items():
+        for name, path in list(site.pages().items())[shard::VISIT_SHARDS]:
             page, problems = _open(context, site, path)
             page.evaluate(_READ_EVERYTHING, [True, None])
             _wait_for_charts(page, problems)
@@ -302,11 +312,21 @@ def visits(browser, site) -> dict[str, Visit]:
             result[name] = visit
     finally:
         context.close()
+    _VISITS[shard] = result
     return result
 
 
-def test_pages_load_with_no_console_errors_and_nothing_from_outside(visits):
-    bad = {name: v.problems for name, v in visits.items() if v.problems}
+@pytest.fixture
+def visits(browser, site) -> dict[str, Visit]:
+    """Each of :meth:`Site.pages` opened once in the module (:func:`visit_shard`)."""
+    return {name: visit for shard in range(VISIT_SHARDS) for name, visit in visit_shard(browser, site, shard).items()}
+
+
+@pytest.mark.parametrize("shard", range(VISIT_SHARDS), ids=lambda n: f"pages{n + 1}of{VISIT_SHARDS}")
+def test_pages_load_with_no_console_errors_and_nothing_from_outside(browser, site, shard):
+    mine = visit_shard(browser, site, shard)
+    assert mine or len(site.pages()) <= shard, "a shard with no page: the check checks nothing"
+    bad = {name: v.problems for name, v in mine.items() if v.problems}
     assert not bad, "problems while loading pages:\n" + json.dumps(bad, indent=2)
 
 
