@@ -21,14 +21,10 @@ least one configuration of every autotuned kernel fits.
 from __future__ import annotations
 
 import ast
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from interpreted import NO_LINE_INFO, PTXAS_REPORTED
+from interpreted import PTXAS_REPORTED, run_for_sm90
 
 from worklog_gen.freeze.execute import requirements
 
@@ -295,21 +291,15 @@ _COMPILED: dict[tuple[int, int], list[dict]] = {}
 
 def compile_part(cc: int, part: int) -> list[dict]:
     """Part ``part`` of :data:`PARTS` of every kernel of :data:`PORTABLE`, compiled for the card ``cc``
-    (one of :data:`CARDS`) in a child process (no interpreter), once in the module. The child compiles
-    in Triton's own cache (``TRITON_CACHE_DIR`` or its default), keeping ``ptxas``'s report beside each
-    cubin (``compile_reported``), so that a kernel compiled before is reported on as ptxas reported it."""
+    (one of :data:`CARDS`) in a child process (:func:`run_for_sm90`), once in the module. The child
+    compiles in Triton's own cache (``TRITON_CACHE_DIR`` or its default), keeping ``ptxas``'s report
+    beside each cubin (``compile_reported``), so that a kernel compiled before is reported on as ptxas
+    reported it."""
     if (cc, part) in _COMPILED:
         return _COMPILED[(cc, part)]
-    pytest.importorskip("triton")
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env.update(PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-               TRITON_DUMP_PTXAS_LOG="1", TRITON_DEFAULT_FP_FUSION="1", **NO_LINE_INFO)
-    child = subprocess.run([sys.executable, "-c", COMPILE, str(NOTEBOOKS), str(REPO / "worklog_gen" / "kit"), str(cc),
-                            f"{part}/{PARTS}", str(CARDS[cc][1])], env=env, capture_output=True, text=True, timeout=600)
-    if child.returncode != 0 and "ptxas" in child.stderr and "PTXASError" not in child.stderr:
-        pytest.skip(f"no sm_{cc} code generation here: {child.stderr.strip().splitlines()[-1]}")
-    assert child.returncode == 0, child.stderr[-4000:]
-    _COMPILED[(cc, part)] = json.loads(child.stdout.strip().splitlines()[-1])
+    _COMPILED[(cc, part)] = run_for_sm90(COMPILE, str(NOTEBOOKS), str(REPO / "worklog_gen" / "kit"), str(cc),
+                                         f"{part}/{PARTS}", str(CARDS[cc][1]), TRITON_DUMP_PTXAS_LOG="1",
+                                         TRITON_DEFAULT_FP_FUSION="1")
     return _COMPILED[(cc, part)]
 
 
