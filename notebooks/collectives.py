@@ -315,15 +315,18 @@ display(python_source(cw.ring_all_reduce))
 #
 # **The barrier.** A kernel must know a peer has written its buffer before reading it, and that no
 # peer still reads its own before overwriting it. Block `pid` of each rank meets block `pid` of every
-# peer: it sets its flag in each peer's pad with a *release* atomic at *system* scope (its stores are
-# visible to whoever sees the flag), once the slot is 0 (the peer took the last one), then takes each
-# peer's flag from its own pad with an *acquire* compare-and-swap back to 0, so the kernel runs again,
-# or from a CUDA graph, with no cleanup. Each flag is an NVLink round trip, so a lane of a small vector
-# speaks to each peer and Triton issues them from as many threads: one round trip per barrier, not
-# $n-1$ in a row (a lane that is done compares against −1, which no flag holds). On 4 × H200 the first
-# version, one peer after another, made the one-shot all-reduce of 256 KiB take 22.8 µs from a CUDA
-# graph against 13.7 with this one (1.64× in one paired run; the two-shot 1.72×), level with torch's
-# `one_shot_all_reduce` (0.98×), whose barrier also gives each peer a thread.
+# peer: it adds 1 to its slot in each peer's pad with a *release* atomic at *system* scope (its stores
+# are visible to whoever sees the flag), then takes each peer's flag from its own pad with an
+# *acquire* compare-and-swap back to 0, so the kernel runs again, or from a CUDA graph, with no
+# cleanup. The send is a reduction with no answer: it is posted, and the block goes straight on to
+# wait. torch's barrier sends by compare-and-swap, waiting for the slot to be empty, which costs a
+# round trip across NVLink for the answer; why our slots never need that is in the docstring below.
+# On 2 × H200 the one-shot all-reduce of 256 KiB from a CUDA graph took 8.4-8.6 µs with
+# compare-and-swap sends and 6.7-7.4 µs with posted ones (1.23-1.25× torch's `one_shot_all_reduce`,
+# paired, against 1.03-1.06×). A lane of a small vector speaks to each peer and Triton issues them
+# from as many threads, so a barrier waits for its peers at once, not for $n-1$ in a row (a lane
+# that is done compares against −1, which no flag holds). On 4 × H200 the first version, one peer
+# after another, made the same all-reduce take 22.8 µs against 13.7 with a lane per peer.
 
 # %%
 display(python_source(cw.block_barrier))

@@ -395,36 +395,31 @@ def ring_all_reduce(x: torch.Tensor) -> torch.Tensor:
 def block_barrier(pad_ptrs, rank, channel, WORLD: tl.constexpr, LANES: tl.constexpr):
     """Block ``pid`` of this rank meets block ``pid`` of every peer, all peers at once.
 
-    ``pad_ptrs``: int64[WORLD], the address of each rank's signal pad (int32 flags, zero at
-    the start). Slot ``(channel * programs + pid) * WORLD + q`` of rank r's pad is the flag
-    "rank q's block pid reached barrier ``channel``". ``LANES``: a power of two ≥ ``WORLD``;
-    lane q of the block's vectors speaks to peer q (lanes of this rank and past ``WORLD`` idle
-    on a slot no rank uses, with a compare value no flag holds), so the flags to and from the
-    WORLD − 1 peers travel at once: one round trip over NVLink per barrier instead of one per
-    peer. Send: wait until our slot in the peer's pad is 0 (the peer took our last flag), set
-    it to 1 with *release* semantics at *system* scope, so the peer sees every store this block
-    made before it. Wait: until each peer's flag in our own pad is 1, set back to 0 in the same
-    atomic (*acquire*: the peer's stores are visible after it). The reset leaves every slot at
-    0, so the kernel can run again, and inside a CUDA graph. A lane that is done compares
-    against −1 from then on, so it never sets or takes a flag twice."""
+    ``pad_ptrs``: int64[WORLD], each rank's signal pad (int32, zero at first). Slot ``(pid * 2 +
+    channel) * WORLD + q`` of rank r's pad counts rank q's arrivals of block pid at barrier
+    ``channel`` (0 or 1) that r has not taken, the same slots whatever the grid. Lane q of the
+    ``LANES``-wide vectors (a power of two ≥ WORLD) speaks to peer q. Send: add 1 to our slot in
+    each peer's pad, *release* at *system* scope (the peer then sees this block's stores), a
+    reduction with no answer to wait for. Wait: until each peer's slot in our pad holds 1, taken
+    back to 0 in the same atomic (*acquire*). A slot never holds 2: every rank launches the same
+    kernels in the same order on one stream. Rank q sends on channel 0 after passing barrier 1
+    of the last launch, for which r sent its flag after taking q's last channel-0 flag; on
+    channel 1 after passing barrier 0 of this launch, so r has finished the last launch, taking
+    q's last channel-1 flag. So every slot is 0 when the ranks are done: the kernels run again,
+    and inside a CUDA graph. The pad is these kernels' alone (torch's ops signal by other rules)."""
     pid = tl.program_id(0)
-    slot = (channel * tl.num_programs(0) + pid) * WORLD
+    slot = (pid * 2 + channel) * WORLD
     peer = tl.arange(0, LANES)
     is_peer = (peer < WORLD) & (peer != rank)
     own_pad = tl.load(pad_ptrs + rank).to(tl.pointer_type(tl.int32))
     peer_pad = tl.load(pad_ptrs + peer, mask=is_peer, other=0).to(tl.pointer_type(tl.int32))
     idle = own_pad + slot + rank  # this rank's flag to itself: never set
-    ones, zeros = tl.full([LANES], 1, tl.int32), tl.zeros([LANES], tl.int32)
     tl.debug_barrier()  # every thread of the block has finished its stores
+    tl.atomic_add(peer_pad + slot + rank, tl.full([LANES], 1, tl.int32), mask=is_peer, sem="release", scope="sys")
     done = ~is_peer
     while tl.sum((~done).to(tl.int32)) > 0:
-        old = tl.atomic_cas(tl.where(is_peer, peer_pad + slot + rank, idle), tl.where(done, -1, 0), ones,
-                            sem="release", scope="sys")
-        done = done | (old == 0)
-    done = ~is_peer
-    while tl.sum((~done).to(tl.int32)) > 0:
-        old = tl.atomic_cas(tl.where(is_peer, own_pad + slot + peer, idle), tl.where(done, -1, 1), zeros,
-                            sem="acquire", scope="sys")
+        old = tl.atomic_cas(tl.where(is_peer, own_pad + slot + peer, idle), tl.where(done, -1, 1),
+                            tl.zeros([LANES], tl.int32), sem="acquire", scope="sys")
         done = done | (old == 1)
     tl.debug_barrier()  # no thread loads a peer's data before the flags are in
 
@@ -592,7 +587,7 @@ class SymmBuffer:
         self.buf_ptrs = pointer_table(self.hdl.buffer_ptrs, self.buf.device)
         self.pad_ptrs = pointer_table(self.hdl.signal_pad_ptrs, self.buf.device)
         self.group = group
-        # the barrier uses 2 channels x blocks x world int32 flags of each signal pad
+        # the barrier uses blocks x 2 channels x world int32 flags of each signal pad
         pad = getattr(self.hdl, "signal_pad_size", None)  # this buffer's own, where the handle says
         self.max_blocks = (pad if isinstance(pad, int) else signal_pad_bytes()) // (4 * 2 * self.world)
 
@@ -614,7 +609,7 @@ def simulate(kind: str, world: int, n: int, dtype: torch.dtype = torch.float32, 
     ref = torch.stack(inputs).double().sum(0)
     bufs = [x.clone() for x in inputs]
     stages = [torch.full((n,), float("nan")).to(dtype) for _ in range(world)]
-    pads = [torch.zeros(2, blocks, world, dtype=torch.int32) for _ in range(world)]  # [channel, block, sender]
+    pads = [torch.zeros(blocks, 2, world, dtype=torch.int32) for _ in range(world)]  # [block, channel, sender]
     buf_ptrs, pad_ptrs, stage_ptrs = (pointer_table(t, "cpu") for t in (bufs, pads, stages))
     outs, pads_ok, delivered = [], True, True
     for shot in ((0,) if kind == "one" else (1, 2)):
@@ -628,8 +623,8 @@ def simulate(kind: str, world: int, n: int, dtype: torch.dtype = torch.float32, 
             else:
                 two_shot(buf_ptrs, stage_ptrs, pad_ptrs, n, dtype, rank, blocks=blocks, block=block, num_warps=1,
                          shot=shot)
-            pads_ok &= bool((pads[rank][channels] == 0).all())
-            delivered &= all(bool((pads[q][channels, :, rank] == 1).all()) for q in range(world) if q != rank)
+            pads_ok &= bool((pads[rank][:, channels] == 0).all())
+            delivered &= all(bool((pads[q][:, channels, rank] == 1).all()) for q in range(world) if q != rank)
     outs = outs if kind == "one" else bufs
     return {"rel_err": max(relative_error(o, ref) for o in outs),
             "same_on_every_rank": all(torch.equal(o, outs[0]) for o in outs),
@@ -665,9 +660,11 @@ def task_allreduce(rank: int, world: int, sizes: tuple[int, ...] = (2**18, 2**27
     ref = torch.stack(inputs).double().sum(0)
     sb = SymmBuffer(n, dtype)
     stage = SymmBuffer(n, dtype)  # the two-shot's staging buffer (its signal pad unused)
+    theirs = SymmBuffer(n, dtype)  # torch's ops, with their own signal pad
 
     def load():
         sb.buf.copy_(inputs[rank].to(dev))
+        theirs.buf.copy_(sb.buf)
         dist.barrier()
 
     def check(name, fn):
@@ -699,14 +696,14 @@ def task_allreduce(rank: int, world: int, sizes: tuple[int, ...] = (2**18, 2**27
     check("Triton two-shot", two_shot_here)
     check("Triton one-shot, again (flags reset)", poisoned_one_shot)
     if one_shot_sum is not None:
-        check("torch symm_mem one_shot_all_reduce", lambda: one_shot_sum(sb.buf, "sum", sb.group))
+        check("torch symm_mem one_shot_all_reduce", lambda: one_shot_sum(theirs.buf, "sum", theirs.group))
     else:
         notes.append("torch.ops.symm_mem.one_shot_all_reduce is missing in this torch")
     if two_shot_sum is not None:
-        check("torch symm_mem two_shot_all_reduce_", lambda: two_shot_sum(sb.buf, "sum", sb.group))
+        check("torch symm_mem two_shot_all_reduce_", lambda: two_shot_sum(theirs.buf, "sum", theirs.group))
     else:
         notes.append("torch.ops.symm_mem.two_shot_all_reduce_ is missing in this torch")
-    del sb, stage
+    del sb, stage, theirs
 
     def timer(fn_calls, rounds=1):
         fn, calls = fn_calls

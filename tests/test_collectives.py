@@ -176,8 +176,8 @@ for world in (2, 8):
               dict(WORLD=world, BLOCK=2048, DTYPE=cw.tl.bfloat16, SYNC=True, SHOT=0),
               ["buf_ptrs", "stage_ptrs", "pad_ptrs", "chunk"])
     for name, text in (("one", one), ("two", two)):
-        out[f"{name} {world}"] = {"atomics": sorted(set(re.findall(r"atom\.[\w.]+", text))),
-                                  "sends": len(re.findall(r"atom\.global\.release", text)),
+        out[f"{name} {world}"] = {"atomics": sorted(set(re.findall(r"(?:atom|red)\.global[\w.]+", text))),
+                                  "sends": len(re.findall(r"red\.global\.sys\.release", text)),
                                   "waits": len(re.findall(r"atom\.global\.acquire", text)),
                                   "memory": sorted(set(re.findall(r"(?:ld|st)\.global[\w.]*", text)))}
 print(json.dumps(out))
@@ -188,8 +188,9 @@ def test_the_kernels_compile_for_sm90_with_system_scope_flags_and_16_byte_access
     out = run_for_sm90(SM90, str(REPO / "notebooks"), TRITON_DEFAULT_FP_FUSION="1")
     assert set(out) == {"one 2", "two 2", "one 8", "two 8"}
     for name, found in out.items():
-        # the barrier: a release CAS into the peer's pad, an acquire CAS on our own, both at system scope
-        assert found["atomics"] == ["atom.global.acquire.sys.cas.b32", "atom.global.release.sys.cas.b32"], name
+        # the barrier: a release add into the peer's pad, posted (a reduction, no answer to wait for), an
+        # acquire CAS on our own, both at system scope
+        assert found["atomics"] == ["atom.global.acquire.sys.cas.b32", "red.global.sys.release.add.u32"], (name, found)
         # all peers at once: one send and one wait instruction per barrier (two barriers), issued by a
         # thread per peer, however many peers (one after another, 8 ranks took 7 of each per barrier)
         assert found["sends"] == found["waits"] == 2, (name, found)
