@@ -33,7 +33,6 @@ import itertools
 import json
 import math
 import os
-import socket
 import statistics
 import sys
 import tempfile
@@ -94,13 +93,6 @@ def tree_allreduce_s(nbytes: float, world: int, alpha_s: float, gbps: float) -> 
 # --- launching ---------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def world_size() -> int:
     """The GPUs of this machine, or 2 CPU processes without CUDA."""
     return torch.cuda.device_count() if torch.cuda.is_available() else 2
@@ -110,7 +102,10 @@ def run(task: str, world: int | None = None, timeout_s: float = 1800, **kwargs) 
     """Run ``TASKS[task](rank, world, **kwargs)`` in ``world`` processes started by
     ``torch.multiprocessing.spawn``, and return what rank 0 returned (a JSON-able dict).
 
-    NVLink multicast is turned off (:data:`NVLS_OFF`, unless already set) before spawning.
+    NVLink multicast is turned off (:data:`NVLS_OFF`, unless already set) before spawning. The
+    workers meet at a ``torch.distributed.TCPStore`` that this process serves on a port the OS
+    gives it while it binds (port 0): a port looked up free and bound later by a worker can be
+    taken in between (it was, once, by another run: ``EADDRINUSE``).
 
     Raises:
         torch.multiprocessing.ProcessRaisedException: a worker failed (its traceback included).
@@ -119,9 +114,10 @@ def run(task: str, world: int | None = None, timeout_s: float = 1800, **kwargs) 
     for key, value in NVLS_OFF.items():
         os.environ.setdefault(key, value)
     world = world or world_size()
+    store = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "result.json"
-        ctx = torch.multiprocessing.spawn(_entry, args=(world, free_port(), task, kwargs, str(out)), nprocs=world,
+        ctx = torch.multiprocessing.spawn(_entry, args=(world, store.port, task, kwargs, str(out)), nprocs=world,
                                           join=False)
         deadline = time.monotonic() + timeout_s
         while not ctx.join(timeout=1):
@@ -134,7 +130,7 @@ def run(task: str, world: int | None = None, timeout_s: float = 1800, **kwargs) 
 
 
 def _entry(rank: int, world: int, port: int, task: str, kwargs: dict, out: str) -> None:
-    """One worker: join the group, run the task, rank 0 writes its result to ``out``; then, the
+    """One worker: join the group (through the store :func:`run` serves on ``port``), run the task, rank 0 writes its result to ``out``; then, the
     group destroyed, the process exits at once (``os._exit(0)``). Over gloo on a 2-core machine
     about one launch in 13 under load ended with a worker aborting ("terminate called without an
     active exception") in a library's teardown at interpreter exit, with no Python frame, after the
@@ -145,7 +141,7 @@ def _entry(rank: int, world: int, port: int, task: str, kwargs: dict, out: str) 
     else:
         torch.set_num_threads(1)  # a process per core: spinning OpenMP threads would starve gloo's
     init = dict(backend="nccl" if cuda else "gloo", rank=rank, world_size=world,
-                init_method=f"tcp://127.0.0.1:{port}")
+                store=dist.TCPStore("127.0.0.1", port, is_master=False))
     if cuda:
         init["device_id"] = torch.device("cuda", rank)
     dist.init_process_group(**init)
