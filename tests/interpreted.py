@@ -56,9 +56,10 @@ DEFINING = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.Assig
 
 def definitions(source: str) -> ast.Module:
     """The module ``source`` with only the statements that define names: :data:`DEFINING`, and each
-    ``if`` or ``try`` block cut down the same way (kept, with its test and handlers, where anything
-    is left in it). Expressions (``display(...)``), ``assert``, loops and ``with`` blocks are left
-    out. Line numbers stay the source's, so a traceback names the notebook's own line."""
+    ``if`` or ``try`` block cut down the same way (an ``if`` kept where anything is left in it, a
+    ``try`` always, with its handlers). Expressions (``display(...)``), ``assert``, loops and
+    ``with`` blocks are left out. Line numbers stay the source's, so a traceback names the
+    notebook's own line."""
 
     def keep(body: list[ast.stmt]) -> list[ast.stmt]:
         out = []
@@ -68,12 +69,12 @@ def definitions(source: str) -> ast.Module:
             elif isinstance(node, ast.If):
                 node.body, node.orelse = keep(node.body), keep(node.orelse)
                 if node.body or node.orelse:
-                    node.body = node.body or [ast.Pass(lineno=node.lineno, col_offset=node.col_offset)]
+                    node.body = node.body or [ast.Pass()]
                     out.append(node)
             elif isinstance(node, ast.Try):
-                node.body = keep(node.body) or [ast.Pass(lineno=node.lineno, col_offset=node.col_offset)]
+                node.body = keep(node.body) or [ast.Pass()]
                 for handler in node.handlers:
-                    handler.body = keep(handler.body) or [ast.Pass(lineno=handler.lineno, col_offset=handler.col_offset)]
+                    handler.body = keep(handler.body) or [ast.Pass()]
                 node.orelse, node.finalbody = keep(node.orelse), keep(node.finalbody)
                 out.append(node)
         return out
