@@ -35,7 +35,7 @@ from interpreted import definitions
 notebook, results_path = Path(sys.argv[1]), Path(sys.argv[2])
 namespace = {"__name__": notebook.stem}
 # compiled under the notebook's own file name: the interpreter re-reads each kernel's source from it
-exec(compile(definitions(notebook.read_text()), str(notebook), "exec"), namespace)
+exec(compile(definitions(notebook.read_text(), frozenset(sys.argv[3:])), str(notebook), "exec"), namespace)
 
 
 def attempt(function, *args, **kwargs):
@@ -54,16 +54,20 @@ DEFINING = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.Assig
 """The top-level statements :func:`definitions` keeps (and the ``if`` and ``try`` blocks around them)."""
 
 
-def definitions(source: str) -> ast.Module:
+def definitions(source: str, leave_out: frozenset[str] = frozenset()) -> ast.Module:
     """The module ``source`` with only the statements that define names: :data:`DEFINING`, and each
     ``if`` or ``try`` block cut down the same way (an ``if`` kept where anything is left in it, a
     ``try`` always, with its handlers). Expressions (``display(...)``), ``assert``, loops and
-    ``with`` blocks are left out. Line numbers stay the source's, so a traceback names the
-    notebook's own line."""
+    ``with`` blocks are left out, and so is an assignment to names in ``leave_out`` only (a check
+    whose result a test names as its own to skip). Line numbers stay the source's, so a traceback
+    names the notebook's own line."""
 
     def keep(body: list[ast.stmt]) -> list[ast.stmt]:
         out = []
         for node in body:
+            if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) and t.id in leave_out
+                                                    for t in node.targets):
+                continue
             if isinstance(node, DEFINING):
                 out.append(node)
             elif isinstance(node, ast.If):
@@ -84,8 +88,9 @@ def definitions(source: str) -> ast.Module:
     return ast.fix_missing_locations(tree)
 
 
-def run_interpreted(notebook: Path, body: str, folder: Path) -> dict:
-    """Execute ``notebook`` and then ``body`` (Python that reads ``namespace`` and fills
+def run_interpreted(notebook: Path, body: str, folder: Path, leave_out: tuple[str, ...] = ()) -> dict:
+    """Execute ``notebook``'s definitions (:func:`definitions`, without the assignments to the
+    names in ``leave_out``) and then ``body`` (Python that reads ``namespace`` and fills
     ``results``) in a child process under the interpreter; return ``results``.
     Skips without torch or triton; fails the test, with the child's output, if it fails."""
     pytest.importorskip("torch")
@@ -96,7 +101,7 @@ def run_interpreted(notebook: Path, body: str, folder: Path) -> dict:
            "WORKLOG_GEN_NOTEBOOK_DIR": str(notebook.parent),  # as worklog-gen execute sets it
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), str(REPO / "tests"), os.environ.get("PYTHONPATH")]))}
     script = PRELUDE + body + "\ntorch.save(results, results_path)\n"
-    result = subprocess.run([sys.executable, "-c", script, str(notebook), str(folder / "results.pt")],
+    result = subprocess.run([sys.executable, "-c", script, str(notebook), str(folder / "results.pt"), *leave_out],
                             env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
     return torch.load(folder / "results.pt", weights_only=False)

@@ -49,3 +49,9 @@ def test_definitions_keep_the_notebooks_line_numbers():
     tree = definitions(NOTEBOOK)
     fn = next(node for node in tree.body if getattr(node, "name", None) == "launch")
     assert NOTEBOOK.splitlines()[fn.lineno - 1] == "def launch(n):"
+
+
+def test_an_assignment_a_test_leaves_out_does_not_run():
+    ns = {"display": None}
+    exec(compile(definitions(NOTEBOOK, frozenset({"checked"})), "notebook.py", "exec"), ns)
+    assert "checked" not in ns and ns["SIZES"] == [3, 5]

@@ -86,7 +86,8 @@ results["tma"] = [(wg(dy, h, r, fwd.CPU_CFG, a_gather=True, a_scale=True, tma=t)
 
 @pytest.fixture(scope="module")
 def interpreted(tmp_path_factory) -> dict:
-    return run_interpreted(BACKWARD, CHILD, tmp_path_factory.mktemp("moe"))
+    # grad_rows: the notebook's own gradient checks (28 s here), which test_notebooks runs
+    return run_interpreted(BACKWARD, CHILD, tmp_path_factory.mktemp("moe"), leave_out=("grad_rows",))
 
 
 def relative(got, expected) -> float:
