@@ -48,19 +48,43 @@ def _tool(name: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def sites(tmp_path_factory, project_build) -> dict[str, Path]:
-    """engine -> built site folder (MkDocs': the run's shared strict build, ``conftest.project_build``)."""
-    tmp = tmp_path_factory.mktemp("engines")
-    out = {"mkdocs": project_build.root, "properdocs": tmp / "properdocs", "zensical": tmp / "generated" / "site"}
-    _run([_tool("properdocs"), "build", "--strict", "-q", "-f", "mkdocs.yml", "-d", str(out["properdocs"])])
-    _run([sys.executable, "-m", "worklog_gen", "generate", "--strict", "--out", str(tmp / "generated")])
-    _run([_tool("zensical"), "build", "--strict", "-f", str(tmp / "generated" / "mkdocs.yml")])
+def properdocs_site(tmp_path_factory) -> Path:
+    """ProperDocs' strict build of the project (the plugin run by ProperDocs)."""
+    out = tmp_path_factory.mktemp("properdocs") / "site"
+    _run([_tool("properdocs"), "build", "--strict", "-q", "-f", "mkdocs.yml", "-d", str(out)])
     return out
 
 
-def _generated(sites: dict[str, Path]) -> Path:
-    """The folder ``worklog-gen generate`` wrote in the ``sites`` fixture (Zensical's site is in it)."""
-    return sites["zensical"].parent
+@pytest.fixture(scope="module")
+def zensical_site(tmp_path_factory) -> Path:
+    """What ``worklog-gen generate --strict`` wrote, built by Zensical (strict): the site's folder,
+    ``site`` inside the generated project."""
+    zensical = _tool("zensical")  # skips (or fails in CI) before generating when it is missing
+    generated = tmp_path_factory.mktemp("generated")
+    _run([sys.executable, "-m", "worklog_gen", "generate", "--strict", "--out", str(generated)])
+    _run([zensical, "build", "--strict", "-f", str(generated / "mkdocs.yml")])
+    return generated / "site"
+
+
+ENGINE_SITES = {"mkdocs": "project_build", "properdocs": "properdocs_site", "zensical": "zensical_site"}
+"""Each engine's build, by the fixture that makes it; each is made by the first test that needs it,
+so no one test waits for all three (MkDocs': the run's shared strict build, ``conftest.project_build``)."""
+
+
+def _engine_site(request, engine: str) -> Path:
+    site = request.getfixturevalue(ENGINE_SITES[engine])
+    return site.root if engine == "mkdocs" else site
+
+
+@pytest.fixture(scope="module")
+def sites(request) -> dict[str, Path]:
+    """engine -> built site folder, for every engine."""
+    return {engine: _engine_site(request, engine) for engine in ENGINE_SITES}
+
+
+def _generated(zensical_site: Path) -> Path:
+    """The folder ``worklog-gen generate`` wrote in the ``zensical_site`` fixture (Zensical's site is in it)."""
+    return zensical_site.parent
 
 
 def _expected_pages() -> list[str]:
@@ -122,8 +146,8 @@ def _article(page: Path) -> _Article:
 
 
 @pytest.mark.parametrize("engine", ["mkdocs", "properdocs", "zensical"])
-def test_every_page_is_built_with_its_images(sites, engine):
-    site = sites[engine]
+def test_every_page_is_built_with_its_images(request, engine):
+    site = _engine_site(request, engine)
     for rel in _expected_pages():
         page = site / rel
         assert page.is_file(), f"{engine}: {rel} missing"
@@ -151,13 +175,13 @@ def test_the_engines_agree_on_a_page_text(sites, rel):
     assert texts["zensical"] == texts["mkdocs"]
 
 
-def test_generate_writes_what_the_plugin_hands_to_mkdocs(sites, project_build):
-    """``generate``'s docs (the ``sites`` fixture's run) against what the plugin handed to MkDocs
+def test_generate_writes_what_the_plugin_hands_to_mkdocs(zensical_site, project_build):
+    """``generate``'s docs (the ``zensical_site`` fixture's run) against what the plugin handed to MkDocs
     in the run's shared build (``conftest.project_build``), file by file, byte for byte."""
     plugin_files = {p.relative_to(project_build.generated).as_posix(): p.read_bytes()
                     for p in project_build.generated.rglob("*") if p.is_file()}
     assert plugin_files, "the plugin generated nothing: the comparison would compare nothing"
-    docs = _generated(sites) / "docs"
+    docs = _generated(zensical_site) / "docs"
     written = {p.relative_to(docs).as_posix(): p.read_bytes() for p in docs.rglob("*")
                if p.is_file() and p.name != GENERATED_MARK}
     authored = {p.relative_to(REPO / "docs").as_posix() for p in (REPO / "docs").rglob("*") if p.is_file()}
@@ -166,10 +190,10 @@ def test_generate_writes_what_the_plugin_hands_to_mkdocs(sites, project_build):
         assert written[src] == expected, f"{src} differs between the plugin and generate"
 
 
-def test_generated_config_drops_the_plugin_and_spells_out_the_nav(sites):
+def test_generated_config_drops_the_plugin_and_spells_out_the_nav(zensical_site):
     import yaml
 
-    out = _generated(sites)
+    out = _generated(zensical_site)
     config = yaml.safe_load((out / "mkdocs.yml").read_text())
     assert "worklog" not in [p if isinstance(p, str) else next(iter(p)) for p in config["plugins"]]
     assert config["docs_dir"] == "docs"
