@@ -131,6 +131,32 @@ def test_a_t_minus_log_reading_list_has_every_distinct_url(t_minus_site):
     assert sorted(hrefs) == sorted(urls)  # each once
 
 
+BARE_URL_LOG = """\
+2025-12-19
+Read https://siboehm.com/articles/22/CUDA-MMM before the warp-tiling kernel, then www.thonking.ai
+(its matmul post). Not links: example.com, `https://in.code/x`, and [a link](https://x.org/a b)
+that CommonMark does not take.
+"""
+
+
+@pytest.mark.parametrize("sanitize", [False, True], ids=["as-written", "sanitized"])
+def test_a_bare_url_in_a_sentence_is_a_link_on_the_page_in_the_reading_list_and_in_the_feed(build_site, sanitize):
+    """A URL written bare in the text, as GitHub links it (``https://``, ``www.``): a link on the
+    day page (``pymdownx.magiclink``), the same URL in the reading list (linkify-it-py) and in the
+    feed's content, with the sanitiser on or off."""
+    site = build_site(BARE_URL_LOG, plugin={"sanitize": sanitize})
+    wanted = ["https://siboehm.com/articles/22/CUDA-MMM", "http://www.thonking.ai"]
+    day = html(site, "worklog/2025-12-19/index.html").find("article")
+    text = next(p for p in day.find_all("p") if p.get_text().startswith("Read"))
+    assert [a["href"] for a in text.find_all("a") if a["href"] in wanted] == wanted
+    assert not day.find("a", href=re.compile(r"example\.com|in\.code"))
+    listed = html(site, "worklog/reading-list/index.html").find("article").find("table")
+    assert sorted(a["href"] for a in listed.find_all("a") if not a["href"].startswith("../")) == sorted(wanted)
+    feed = (site / "feed.xml").read_text(encoding="utf-8")
+    assert all(f'href="{url}"' in ET.fromstring(feed)[-1].find("{http://www.w3.org/2005/Atom}content").text
+               for url in wanted)
+
+
 def test_tminus_fixture_home_shows_target_date_streaks_and_timeline(tminus_fixture_site):
     site, entries = tminus_fixture_site
     home = article_text(site, "worklog/index.html")

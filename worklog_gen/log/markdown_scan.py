@@ -4,15 +4,19 @@ Each entry body is read as a markdown document of its own (CommonMark, plus GFM
 tables and strikethrough), in one markdown-it-py parse, and everything below is read
 from its tokens:
 
-**Links** are inline links, reference links (definitions from the same entry), and
-autolinks (``<https://…>``, titled with the URL). Links in code spans and code
-blocks are not links; nor are links with an empty target. Each occurrence counts,
-with its exact source line. URLs are kept as written (not percent-encoded).
+**Links** are inline links, reference links (definitions from the same entry),
+autolinks (``<https://…>``) and bare URLs in the text (``read https://… today``,
+``www.…``: GFM's extended autolinks, found by linkify-it-py), the last two titled with the
+URL. A bare URL is one that starts with ``http://``, ``https://``, ``ftp://`` or ``www.``, as
+``pymdownx.magiclink`` links it on the page; a bare domain (``example.com``) or e-mail address
+is text. Links in code spans and code blocks are not links; nor are links with an empty
+target. Each occurrence counts, with its exact source line. URLs are kept as written (not
+percent-encoded).
 
 **Prose** is the text markdown-it-py finds in paragraphs, headings, lists, quotes and
 tables, including link text; its words are counted with
-:func:`worklog_gen.log.words.count_words`. Code spans, code blocks, HTML, autolinks and
-markdown syntax are not prose.
+:func:`worklog_gen.log.words.count_words`. Code spans, code blocks, HTML, autolinks, bare URLs
+and markdown syntax are not prose.
 
 **Code lines** (fenced and indented code blocks, HTML blocks) are reported so that
 :mod:`worklog_gen.log.tasks` skips them.
@@ -37,6 +41,9 @@ from worklog_gen.log.urls import attr_list_script_urls, is_script_url, script_ur
 from worklog_gen.log.words import count_words
 
 _CODE_TOKENS = frozenset({"fence", "code_block", "html_block"})
+BARE_URL_STARTS = ("http://", "https://", "ftp://", "www.")
+"""How a bare URL that counts as a link starts (case aside): those ``pymdownx.magiclink`` links
+on the page. linkify-it-py also finds bare domains and e-mail addresses, which stay text."""
 _NEWLINE = re.compile("\n")
 
 
@@ -84,26 +91,35 @@ def _inline(children: list[Token], content: str, first_line: int) -> tuple[str, 
     newlines: list[int] | None = None  # where each line of ``content`` ends, found once, at the first link
     title: list[str] | None = None
     link_open = None
-    autolink = False
-    for child in children:
+    bare = False  # in an autolink or a bare URL: its text is the URL, not prose
+    searched = 0  # where the last bare URL found without a position was found in ``content``
+    for i, child in enumerate(children):
         kind = child.type
         if kind == "link_open":
-            link_open, title, autolink = child, [], child.markup == "autolink"
+            if child.markup == "linkify" and not _counts_as_bare_url(children, i):
+                continue  # a bare domain, an e-mail address, or the start of a broken link: its text stays prose
+            link_open, title, bare = child, [], child.markup in ("autolink", "linkify")
             pieces.append(" ")
-        elif kind == "link_close":
-            href = link_open.attrGet("href") if link_open is not None else None
+        elif kind == "link_close" and link_open is not None:
+            href = link_open.attrGet("href")
+            text = "".join(title)
             if href:
-                pos = link_open.meta.get("src_pos", 0)
+                pos = link_open.meta.get("src_pos")
+                if pos is None:  # a www. link, found after the inline rules by the core linkify rule
+                    pos = max(content.find(text, searched), 0)
+                    searched = pos + len(text)
                 if newlines is None:
                     newlines = [m.start() for m in _NEWLINE.finditer(content)]
                 line = first_line + bisect.bisect_left(newlines, pos)  # newlines before pos
-                found.append(Link(" ".join("".join(title).split()), str(href), line))
-            link_open, title, autolink = None, None, False
+                found.append(Link(" ".join(text.split()), str(href), line))
+            link_open, title, bare = None, None, False
             pieces.append(" ")
+        elif kind == "link_close":
+            continue
         elif kind in ("text", "text_special"):
             if title is not None:
                 title.append(child.content)
-            if not autolink:
+            if not bare:
                 pieces.append(child.content)
         elif kind in ("softbreak", "hardbreak"):
             if title is not None:
@@ -121,6 +137,19 @@ def _inline(children: list[Token], content: str, first_line: int) -> tuple[str, 
                 line = first_line + bisect.bisect_left(newlines, child.meta.get("src_pos", 0))
                 found += [Link("", url, line + n - 1) for n, url in script_urls(child.content)]
     return "".join(pieces), found
+
+
+def _counts_as_bare_url(children: list[Token], i: int) -> bool:
+    """Whether the bare URL that linkify-it-py found at ``children[i]`` (its ``link_open``) is
+    written with a :data:`BARE_URL_STARTS` prefix (its text is the next token) and is not the
+    destination of a link that CommonMark did not take (the text just before it ends in ``](``:
+    ``[title](https://x.org/a b)``, a space in it). Such a URL, cut at the space, would be a wrong
+    one; Python-Markdown links the whole destination on the page."""
+    written = children[i + 1].content if i + 1 < len(children) else ""
+    before, j = "", i - 1
+    while j >= 0 and len(before) < 2 and children[j].type in ("text", "text_special"):
+        before, j = children[j].content + before, j - 1
+    return written.lower().startswith(BARE_URL_STARTS) and not before.endswith("](")
 
 
 def _attr_lists(children: list[Token], content: str, first_line: int) -> list[Link]:
@@ -149,16 +178,17 @@ _MD: MarkdownIt | None = None
 
 
 def _markdown() -> MarkdownIt:
-    """The shared parser: CommonMark plus tables and strikethrough, links kept as
-    written, each link recording where it starts in its block's inline source
-    (``meta["src_pos"]``), so that a link in a paragraph of several lines gets its line (raw HTML
-    tags too), and links that run script kept as links, to be reported apart."""
+    """The shared parser: CommonMark plus tables, strikethrough and bare URLs (markdown-it-py's
+    ``linkify``), links kept as written, each link recording where it starts in its block's inline
+    source (``meta["src_pos"]``), so that a link in a paragraph of several lines gets its line (raw
+    HTML tags too), and links that run script kept as links, to be reported apart."""
     global _MD
     if _MD is None:
-        md = MarkdownIt("commonmark").enable(["table", "strikethrough"]).disable("text_join")
+        md = MarkdownIt("commonmark", {"linkify": True}).enable(["table", "strikethrough", "linkify"])
+        md.disable("text_join")
         md.normalizeLink = lambda url: url  # keep the author's URL, not a percent-encoded one
         md.normalizeLinkText = lambda url: url
-        for name in ("link", "autolink", "html_inline"):
+        for name in ("link", "autolink", "linkify", "html_inline"):
             md.inline.ruler.at(name, _positioned(_rule(md.inline.ruler, name)))
         validate = md.validateLink
         md.validateLink = lambda url: validate(url) or is_script_url(url)  # seen, to be reported apart

@@ -3,7 +3,9 @@
 The generated pages are written with these markdown extensions: topic pages fold cells in
 ``??? fold`` blocks holding fenced code (``pymdownx.details`` with ``pymdownx.superfences``),
 math is ``pymdownx.arithmatex``'s generic output (``\\(...\\)``, rendered by ``katex.js``), a
-chart's image carries its size (``attr_list``), a post has footnotes, results are tables. A site
+chart's image carries its size (``attr_list``), a post has footnotes, results are tables, and a
+bare URL in an entry (``read https://… today``) is a link on the page as it is in the reading list
+(``pymdownx.magiclink``: the URLs GitHub links, :mod:`worklog_gen.log.markdown_scan`). A site
 that lacks one gets it; a site that sets one keeps its own options, ours filling only the options
 it does not set (as Material's blog plugin needs its extensions, but says so instead).
 
@@ -27,6 +29,7 @@ MARKDOWN_EXTENSIONS: dict[str, dict] = {
     "pymdownx.highlight": {},
     "pymdownx.superfences": {},
     "pymdownx.details": {},
+    "pymdownx.magiclink": {},
     "pymdownx.arithmatex": {"generic": True},
 }
 """Extension name -> the options the pages need (the author's options win)."""
