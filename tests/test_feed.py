@@ -1,6 +1,9 @@
 """The Atom feed parses back as RFC 4287 requires, with absolute links given a site_url."""
 
+import html
+import re
 import xml.etree.ElementTree as ET
+
 import pytest
 
 from worklog_gen.site.feed import ATOM_NS, atom_feed
@@ -86,3 +89,16 @@ def test_a_link_to_the_site_home_is_not_the_feed_itself(make_entry, make_log, si
     base = site_url + "/" if site_url else ""
     assert f'href="{home}"' in content and 'href=""' not in content
     assert f'href="{base}worklog/#timeline"' in content
+
+
+@pytest.mark.parametrize("sanitize", [False, True])
+def test_an_e_mail_address_stays_a_mailto_link_and_the_feed_stays_xml(make_entry, make_log, sanitize):
+    """Python-Markdown writes an e-mail link's href as character references (an autolink
+    ``<me@example.com>``, or a bare address that ``pymdownx.magiclink`` links): it is a ``mailto:``
+    URL, not a path to make relative to the feed (it was, with Python-Markdown's placeholder
+    characters in it, and the feed was no XML)."""
+    log = make_log([make_entry("2025-12-09", "Questions to me@example.com or <you@example.org>.", 154)])
+    feed = atom_feed(log, CFG, title="t", sanitize=sanitize)
+    content = ET.fromstring(feed).find(f"{A}entry/{A}content").text
+    hrefs = [html.unescape(h) for h in re.findall(r'href="([^"]*)"', content)]
+    assert hrefs == ["mailto:me@example.com", "mailto:you@example.org"]

@@ -14,6 +14,7 @@ resolve against the document's URI) but not every reader follows: the build says
 from __future__ import annotations
 
 import datetime as dt
+import html
 import posixpath
 import uuid
 import xml.etree.ElementTree as ET
@@ -21,6 +22,7 @@ from urllib.parse import urlsplit
 
 import markdown
 from markdown.treeprocessors import Treeprocessor
+from markdown.util import AMP_SUBSTITUTE
 
 from worklog_gen.site.layout import FEED, Layout, relative
 from worklog_gen.site.pages import entry_title, summary
@@ -55,7 +57,9 @@ class _LinksFromFeed(Treeprocessor):
                     element.set(attribute, self.url(value))
 
     def url(self, value: str) -> str:
-        parts = urlsplit(value)
+        # An e-mail link's href is written as character references (``&#109;&#97;...``, Python-Markdown's
+        # obfuscation, its ``&`` held as AMP_SUBSTITUTE until the serializer): read as its URL, a mailto:.
+        parts = urlsplit(html.unescape(value.replace(AMP_SUBSTITUTE, "&")) if AMP_SUBSTITUTE in value else value)
         if parts.scheme or parts.netloc or value.startswith(("#", "/")) or not value:
             return value
         path = posixpath.normpath(posixpath.join(posixpath.dirname(self.page), parts.path))
