@@ -48,6 +48,12 @@ def _tool(name: str) -> str:
 
 
 @pytest.fixture(scope="module")
+def mkdocs_site(project_build) -> Path:
+    """MkDocs' strict build of the project: the run's shared one (``conftest.project_build``)."""
+    return project_build.root
+
+
+@pytest.fixture(scope="module")
 def properdocs_site(tmp_path_factory) -> Path:
     """ProperDocs' strict build of the project (the plugin run by ProperDocs)."""
     out = tmp_path_factory.mktemp("properdocs") / "site"
@@ -66,20 +72,15 @@ def zensical_site(tmp_path_factory) -> Path:
     return generated / "site"
 
 
-ENGINE_SITES = {"mkdocs": "project_build", "properdocs": "properdocs_site", "zensical": "zensical_site"}
-"""Each engine's build, by the fixture that makes it; each is made by the first test that needs it,
-so no one test waits for all three (MkDocs': the run's shared strict build, ``conftest.project_build``)."""
-
-
-def _engine_site(request, engine: str) -> Path:
-    site = request.getfixturevalue(ENGINE_SITES[engine])
-    return site.root if engine == "mkdocs" else site
+ENGINES = ("mkdocs", "properdocs", "zensical")
+"""Each engine's build is the fixture ``<engine>_site``, made by the first test that needs it, so
+that no one test waits for all three."""
 
 
 @pytest.fixture(scope="module")
 def sites(request) -> dict[str, Path]:
     """engine -> built site folder, for every engine."""
-    return {engine: _engine_site(request, engine) for engine in ENGINE_SITES}
+    return {engine: request.getfixturevalue(f"{engine}_site") for engine in ENGINES}
 
 
 def _generated(zensical_site: Path) -> Path:
@@ -145,9 +146,9 @@ def _article(page: Path) -> _Article:
     return parser
 
 
-@pytest.mark.parametrize("engine", ["mkdocs", "properdocs", "zensical"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_every_page_is_built_with_its_images(request, engine):
-    site = _engine_site(request, engine)
+    site = request.getfixturevalue(f"{engine}_site")
     for rel in _expected_pages():
         page = site / rel
         assert page.is_file(), f"{engine}: {rel} missing"
