@@ -191,6 +191,9 @@ def test_tminus_log_tasks(tminus_log):
         ("## 12/19/2025 (T - 144)", dt.date(2025, 12, 19), 144),
         ("2025-12-20 (T - 143)", dt.date(2025, 12, 20), 143),
         ("5/13/2026 (T + 1)", dt.date(2026, 5, 13), -1),
+        ("**12/21/2025 (T - 142)**", dt.date(2025, 12, 21), 142),
+        ("## _12/22/2025 (T-141)_", dt.date(2025, 12, 22), 141),
+        ("12/23/2025 (T - 140) - CUDA graphs", dt.date(2025, 12, 23), 140),
     ],
 )
 def test_header_forms(header, date, countdown):
@@ -248,6 +251,44 @@ def test_format_header_and_style_round_trip():
         e = log.entries[0]
         assert format_header(e.date, e.countdown, style=style) == header
     assert header_style("13/12/2025 (T - 151)", "dmy") == HeaderStyle("dmy", 4, True, "/", " - ", "")
+    # emphasis is the log's style and is written again; a title belongs to its own day and is not
+    assert header_style("**12/10/25 (T - 153)** - warp shuffles").emphasis == "**"
+    style = header_style("**12/10/25 (T - 153)** - warp shuffles")
+    assert format_header(dt.date(2025, 12, 11), 152, style=style) == "**12/11/25 (T - 152)**"
+
+
+@pytest.mark.parametrize("header, title", [
+    ("12/09/25 (T - 154) - CUDA graphs", "CUDA graphs"),
+    ("12/09/25 (T-154): warp shuffles, part 2", "warp shuffles, part 2"),
+    ("## 12/09/25 (T \u2013 154) \u2014 Hopper's TMA ##", "Hopper's TMA"),
+    ("**12/09/25 (T - 154)** | rest day", "rest day"),
+    ("12/09/25 (T - 154)", ""),
+])
+def test_a_tminus_header_may_end_with_a_title(header, title):
+    (entry,) = parse(f"{header}\nRead the PTX ISA.\n").entries
+    assert (entry.date, entry.countdown, entry.title, entry.header) == (dt.date(2025, 12, 9), 154, title, header)
+    assert entry.body == "Read the PTX ISA.\n"
+
+
+@pytest.mark.parametrize("line", [
+    "Tue 12/09/25 (T - 154)", "Tuesday, 12/09/25 (T-154)", "- 12/09/25 (T - 154)", "> 12/09/25 (T - 154)",
+    "1. 12/09/25 (T - 154)", "12/9 (T - 154)", "Dec 9, 2025 (T - 154)", "**12/09/25 (T - 154) CUDA graphs**",
+    "12/09/25 (T - 154)graphs",
+])
+def test_a_line_that_starts_like_a_header_but_is_not_one_is_text_with_a_warning(line):
+    text = f"Routine.\n{line}\n\n12/08/25 (T - 155)\nRead the PTX ISA.\n{line}\n```text\n{line}\n```\n"
+    log = parse(text, "log.md")
+    (entry,) = log.entries
+    assert log.preamble == f"Routine.\n{line}\n" and entry.body == f"Read the PTX ISA.\n{line}\n```text\n{line}\n```\n"
+    near = [d for d in log.diagnostics if d.code is DiagnosticCode.NOT_A_HEADER]
+    assert [(d.path, d.line, d.severity) for d in near] == [("log.md", 2, "warning"), ("log.md", 6, "warning")]
+    assert "text of the preamble" in near[0].message and "text of the entry of 2025-12-08 (line 4)" in near[1].message
+    assert line.strip()[:60] in near[1].message
+
+
+def test_a_sentence_that_mentions_a_day_and_its_countdown_is_not_a_near_header():
+    log = parse("12/08/25 (T - 155)\nMail scheduled for 12/15/25 (T - 2) at 8AM, see 12/09/25 (T - 154).\n")
+    assert len(log.entries) == 1 and not [d for d in log.diagnostics if d.code is DiagnosticCode.NOT_A_HEADER]
 
 
 # ---------------------------------------------------------------------------

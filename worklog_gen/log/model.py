@@ -85,8 +85,9 @@ class Entry:
     duplicate_index: int = 0
     """0, or n for the n-th later entry with the same date (see :func:`load`)."""
     title: str = ""
-    """A post's front matter ``title``, or the text after the date of a progress-log heading
-    (``Day 9 of GPU Programming``); ``""`` for a T-minus entry or a dated note."""
+    """A post's front matter ``title``, the text after the date of a progress-log heading
+    (``Day 9 of GPU Programming``) or after a T-minus header's countdown (``CUDA graphs``);
+    ``""`` without one, and for a dated note."""
     tags: list[str] = field(default_factory=list)
     """A post's front matter ``tags`` and ``categories``, in that order, each once."""
     day_number: int | None = None

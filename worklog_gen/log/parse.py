@@ -43,6 +43,7 @@ later one gets ``duplicate_index`` 1, 2, ... (slug ``2025-12-09-2``) and an erro
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import datetime as dt
 import gc
@@ -61,7 +62,17 @@ from worklog_gen.log.front_matter import (
     per_file_date,
     read_front_matter,
 )
-from worklog_gen.log.shapes import SHAPES, DateContext, Header, HeaderShape, infer_date_order, shape_of, shapes_help
+from worklog_gen.log.shapes import (
+    HEADER_RE,
+    NEAR_HEADER_RE,
+    SHAPES,
+    DateContext,
+    Header,
+    HeaderShape,
+    infer_date_order,
+    shape_of,
+    shapes_help,
+)
 from worklog_gen.log.diagnostics import Diagnostic, DiagnosticCode
 from worklog_gen.log.files import display_name, read_log_file, worklog_files
 from worklog_gen.log.model import DateOrder, Entry, SourceFile, Worklog
@@ -126,7 +137,36 @@ def _build(p: _Prepared, order: Literal["mdy", "dmy"], year: int | None = None,
         p.shape.fill(entry, h.match, body_lines)
         src.entries.append(entry)
     diagnostics += p.shape.check(p.path, src.entries)
+    diagnostics += _near_headers(p, src)
     return src, diagnostics
+
+
+def _near_headers(p: _Prepared, src: SourceFile) -> list[Diagnostic]:
+    """A warning for each line outside fenced code that starts like a T-minus header but is not one
+    (:data:`~worklog_gen.log.shapes.NEAR_HEADER_RE`: ``Tue 12/09/25 (T - 154)``), naming what it is
+    read as: text of the entry above it, or of the preamble."""
+    heads = {h.index for h in p.headers}
+    near = [i for i in range(p.fm[0], len(p.lines)) if "(" in p.lines[i] and i not in heads
+            and NEAR_HEADER_RE.match(p.lines[i]) and not HEADER_RE.match(p.lines[i])]
+    if not near:
+        return []
+    in_code, fence = set(), None
+    for i in range(p.fm[0], near[-1] + 1):
+        fence, marker = repair.track_fence(p.lines[i], fence)
+        if marker or fence is not None:
+            in_code.add(i)
+    out, starts = [], [e.line for e in src.entries]
+    for i in near:
+        if i in in_code:
+            continue
+        k = bisect.bisect_right(starts, i + 1) - 1  # the last entry whose header is above the line
+        owner = src.entries[k] if k >= 0 else None
+        where = f"the entry of {owner.date} (line {owner.line})" if owner else "the preamble"
+        out.append(Diagnostic(p.path, i + 1, f"“{p.lines[i].strip()[:60]}” looks like an entry header but is not "
+                              f"one, so it is read as text of {where}: a header starts its line with the date and "
+                              "the countdown (`12/09/25 (T - 154)`), and may go on with a title",
+                              DiagnosticCode.NOT_A_HEADER))
+    return out
 
 
 def _whole_file(p: _Prepared, src: SourceFile, fm: dict, order: Literal["mdy", "dmy"],

@@ -1,10 +1,12 @@
 """Header lines of a T-minus worklog: finding them, reading their date and countdown,
 inferring the month/day order, and writing new ones in a log's own style.
 
-A header line holds only a date and a countdown in parentheses:
+A header line starts with a date and a countdown in parentheses:
 ``12/09/25 (T - 154)``, ``12/10/2025 (T-153)``, ``12/18/2025 (T – 145)`` (any dash,
 any spacing, ``T + 3`` for three days past the target), optionally as a markdown
-heading (``## 12/09/25 (T - 154)``) or with an ISO date (``2025-12-09 (T - 154)``).
+heading (``## 12/09/25 (T - 154)``), in emphasis (``**12/09/25 (T - 154)**``), with an ISO
+date (``2025-12-09 (T - 154)``) or followed by a title (``12/09/25 (T - 154) - CUDA graphs``).
+A line that starts like one but is not (:data:`NEAR_HEADER_RE`) is text, with a warning.
 The date fields may be separated by ``/``, ``.`` or ``-``; a two-digit year means
 20yy. The *countdown* is the number of days left to the *target date*, so
 ``target_date = date + countdown``.
@@ -30,14 +32,30 @@ from worklog_gen.log.model import DateOrder, Entry, ShapeName
 from worklog_gen.log.repair import track_fence
 
 HEADER_RE = re.compile(
-    r"^(?P<prefix>[ ]{0,3}(?:\#{1,6}[ \t]+)?)"
+    r"^(?P<prefix>[ ]{0,3}(?:\#{1,6}[ \t]+)?)(?P<em>\*\*|__|\*|_)?"
     r"(?P<date>(?P<iy>\d{4})-(?P<im>\d{1,2})-(?P<id>\d{1,2})"
     r"|(?P<f1>\d{1,2})(?P<dsep>[/.\-])(?P<f2>\d{1,2})(?P=dsep)(?P<year>\d{4}|\d{2}))"
     r"[ \t]*\([ \t]*(?P<t>[Tt])(?P<csep>[ \t]*[-\u2010-\u2015\u2212+][ \t]*)(?P<n>\d{1,5})"
-    r"(?:[ \t]*[Dd]ays?)?[ \t]*\)[ \t]*(?:\#+[ \t]*)?$",
+    r"(?:[ \t]*[Dd]ays?)?[ \t]*\)(?(em)(?P=em))"
+    r"(?P<rest>[ \t\-\u2010-\u2015:|,][^\n]*?)?[ \t]*(?:\#+[ \t]*)?$",
     re.MULTILINE,
 )
-"""A header-shaped line; the date may still be invalid (see :func:`header_date`)."""
+"""A header-shaped line; the date may still be invalid (see :func:`header_date`). The date and
+countdown start the line, after a heading marker and inside emphasis if any
+(``**12/09/25 (T - 154)**``); ``rest`` is a title after them (``12/09/25 (T - 154) - CUDA graphs``)."""
+
+NEAR_HEADER_RE = re.compile(
+    r"^[ \t>#*_+\-]*(?:\d{1,9}[.)][ \t]+)?(?:[A-Za-z]+\.?,?[ \t]+)?"
+    r"(?:\d{1,4}[/.\-]\d{1,2}(?:[/.\-]\d{1,4})?"
+    r"|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?[ \t]+\d{1,2}(?:st|nd|rd|th)?(?:,?[ \t]+\d{4})?)"
+    r"[ \t*_,]*\([ \t]*T[ \t]*[-\u2010-\u2015\u2212+][ \t]*\d{1,5}(?:[ \t]*days?)?[ \t]*\)",
+    re.IGNORECASE,
+)
+"""A line that starts like a T-minus header but is not one (:data:`HEADER_RE` does not match it):
+a date and a countdown after a list or quote marker (``- 12/09/25 (T - 154)``), after one word
+(``Tue 12/09/25 (T - 154)``), or with a date of another form (``12/9 (T - 154)``,
+``Dec 9, 2025 (T - 154)``). A sentence that mentions a day (``Mail scheduled for 12/15/25 (T - 2)``)
+is not one: more than one word comes before its date."""
 
 MAX_COUNTDOWN = 99_999
 """The largest countdown a header may have: :data:`HEADER_RE` reads at most 5 digits, so that a
@@ -55,6 +73,8 @@ class HeaderStyle:
     """Text between ``T`` and the number (``" - "``, ``"-"``, ``" – "``)."""
     prefix: str = ""
     """Markdown heading marker, such as ``"## "``."""
+    emphasis: str = ""
+    """Emphasis around the date and countdown, such as ``"**"``."""
 
 
 def header_style(header: str, order: Literal["mdy", "dmy"] = "mdy") -> HeaderStyle:
@@ -69,10 +89,10 @@ def header_style(header: str, order: Literal["mdy", "dmy"] = "mdy") -> HeaderSty
     sep = m["csep"].replace("+", "-")
     if m["iy"]:
         pad = len(m["im"]) == 2 or len(m["id"]) == 2
-        return HeaderStyle("ymd", 4, pad, "-", sep, m["prefix"])
+        return HeaderStyle("ymd", 4, pad, "-", sep, m["prefix"], m["em"] or "")
     fields = (m["f1"], m["f2"])
     pad = not any(len(f) == 1 for f in fields)
-    return HeaderStyle(order, 4 if len(m["year"]) == 4 else 2, pad, m["dsep"], sep, m["prefix"])
+    return HeaderStyle(order, 4 if len(m["year"]) == 4 else 2, pad, m["dsep"], sep, m["prefix"], m["em"] or "")
 
 
 def format_header(date: dt.date, countdown: int, *, style: HeaderStyle = HeaderStyle()) -> str:
@@ -93,7 +113,7 @@ def format_header(date: dt.date, countdown: int, *, style: HeaderStyle = HeaderS
     sep = style.countdown_sep
     if countdown < 0:
         sep = re.sub(r"[-\u2010-\u2015\u2212]", "+", sep) if re.search(r"[-\u2010-\u2015\u2212]", sep) else " + "
-    return f"{style.prefix}{text} (T{sep}{abs(countdown)})"
+    return f"{style.prefix}{style.emphasis}{text} (T{sep}{abs(countdown)}){style.emphasis}"
 
 
 def header_date(m: re.Match, order: Literal["mdy", "dmy"]) -> dt.date:
@@ -281,6 +301,7 @@ class TMinus(HeaderShape):
 
     def fill(self, entry, m, body_lines):
         entry.countdown = header_countdown(m)
+        entry.title = header_title(m)
 
 
 class Progress(HeaderShape):
@@ -315,7 +336,7 @@ class Progress(HeaderShape):
         return dates, diagnostics
 
     def fill(self, entry, m, body_lines):
-        entry.title = progress_title(m)
+        entry.title = header_title(m)
         entry.day_number = day_number(entry.title, next((line for line in body_lines if line.strip()), ""))
 
     def check(self, path, entries):
@@ -376,10 +397,10 @@ def progress_month_day(m: re.Match) -> tuple[int, int, int | None]:
     return _MONTH_NAME.month(m["month"]), int(m["day"]), int(m["year"]) if m["year"] else None
 
 
-def progress_title(m: re.Match) -> str:
-    """The heading's text after its date, without a leading dash, colon or bar:
-    ``Day 9 of GPU Programming``."""
-    return m["rest"].strip().lstrip("-\u2013\u2014:|,").strip()
+def header_title(m: re.Match) -> str:
+    """A header's text after its date (a progress heading) or its countdown (a T-minus header),
+    without a leading dash, colon or bar: ``Day 9 of GPU Programming``; ``""`` when none."""
+    return (m["rest"] or "").strip().lstrip("-\u2010\u2011\u2012\u2013\u2014\u2015:|,").strip()
 
 
 def day_number(*texts: str) -> int | None:
