@@ -166,10 +166,11 @@ def fake_render(monkeypatch):
 
 @pytest.fixture
 def build_site(tmp_path, monkeypatch):
-    """``build_site(log_text, plugin={...}, config={...}, docs={...}, strict=True) -> site_dir``.
+    """``build_site(log_text, plugin={...}, config={...}, docs={...}, files={...}, strict=True) -> site_dir``.
 
     Writes ``mkdocs.yml`` (Material theme, the ``worklog`` plugin reading
-    ``worklog/log.md``), the docs and the log into a fresh folder and runs a real
+    ``worklog/log.md``), the docs, the log and ``files`` (a path under the project's folder ->
+    bytes) into a fresh folder and runs a real
     ``mkdocs build`` in-process. The build date is fixed at 2025-12-21 through
     ``SOURCE_DATE_EPOCH``. Raises MkDocs' ``Abort`` when a strict build warns.
     """
@@ -180,12 +181,16 @@ def build_site(tmp_path, monkeypatch):
     counter = iter(range(1000))
 
     def build_it(log_text: str | None, *, plugin: dict | None = None, config: dict | None = None,
-                 docs: dict[str, str] | None = None, strict: bool = True) -> Path:
+                 docs: dict[str, str] | None = None, files: dict[str, bytes] | None = None,
+                 strict: bool = True) -> Path:
         root = tmp_path / f"project{next(counter)}"
         (root / "docs").mkdir(parents=True)
         (root / "worklog").mkdir()
         if log_text is not None:
             (root / "worklog" / "log.md").write_text(textwrap.dedent(log_text), encoding="utf-8")
+        for name, data in (files or {}).items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_bytes(data)
         for name, text in (docs or {"index.md": "# Home\n"}).items():
             (root / "docs" / name).parent.mkdir(parents=True, exist_ok=True)
             (root / "docs" / name).write_text(text, encoding="utf-8")

@@ -58,6 +58,9 @@ class Scan(NamedTuple):
     """0-based indices, within the body, of the lines inside code blocks or HTML blocks."""
     script_links: list[Link]
     """Links and raw HTML URLs that run script (``javascript:``), with their lines; not in :attr:`links`."""
+    images: list[Link]
+    """Images (``![alt](src)``, inline or by reference): the alt text as ``title``, ``src`` as ``url``,
+    sorted by source line; not in :attr:`links`."""
 
 
 def scan(body: str, first_line: int) -> Scan:
@@ -66,28 +69,31 @@ def scan(body: str, first_line: int) -> Scan:
     code_lines: set[int] = set()
     prose: list[str] = []
     links: list[Link] = []
+    images: list[Link] = []
     for tok in _markdown().parse(body, {}):
         if tok.type in _CODE_TOKENS and tok.map:
             code_lines.update(range(*tok.map))
             if tok.type == "html_block":
                 links += [Link("", url, first_line + tok.map[0] + line - 1) for line, url in script_urls(tok.content)]
         elif tok.type == "inline" and tok.map:
-            text, found = _inline(tok.children or [], tok.content, first_line + tok.map[0])
+            text, found, pictures = _inline(tok.children or [], tok.content, first_line + tok.map[0])
             prose.append(text)
             links += found
+            images += pictures
             if "{" in tok.content:
                 links += _attr_lists(tok.children or [], tok.content, first_line + tok.map[0])
     links.sort(key=lambda link: link.line)
     script = [link for link in links if is_script_url(link.url)]
     return Scan([link for link in links if not is_script_url(link.url)], count_words("\n".join(prose)), code_lines,
-                script)
+                script, [image for image in images if not is_script_url(image.url)])
 
 
-def _inline(children: list[Token], content: str, first_line: int) -> tuple[str, list[Link]]:
-    """The prose (text whose words count) and the links of one block's inline tokens
+def _inline(children: list[Token], content: str, first_line: int) -> tuple[str, list[Link], list[Link]]:
+    """The prose (text whose words count), the links and the images of one block's inline tokens
     ``children``, parsed from ``content`` whose first line is ``first_line`` (1-based)."""
     pieces: list[str] = []
     found: list[Link] = []
+    images: list[Link] = []
     newlines: list[int] | None = None  # where each line of ``content`` ends, found once, at the first link
     title: list[str] | None = None
     link_open = None
@@ -129,6 +135,11 @@ def _inline(children: list[Token], content: str, first_line: int) -> tuple[str, 
             if title is not None:
                 title.append(child.content)
             pieces.append(" ")
+            if kind == "image" and (src := child.attrGet("src")):
+                if newlines is None:
+                    newlines = [m.start() for m in _NEWLINE.finditer(content)]
+                line = first_line + bisect.bisect_left(newlines, child.meta.get("src_pos", 0))
+                images.append(Link(" ".join(child.content.split()), str(src), line))
         elif kind == "html_inline":
             pieces.append(" ")
             if ":" in child.content:  # a tag such as <a href="javascript:...">
@@ -136,7 +147,7 @@ def _inline(children: list[Token], content: str, first_line: int) -> tuple[str, 
                     newlines = [m.start() for m in _NEWLINE.finditer(content)]
                 line = first_line + bisect.bisect_left(newlines, child.meta.get("src_pos", 0))
                 found += [Link("", url, line + n - 1) for n, url in script_urls(child.content)]
-    return "".join(pieces), found
+    return "".join(pieces), found, images
 
 
 def _counts_as_bare_url(children: list[Token], i: int) -> bool:
@@ -188,7 +199,7 @@ def _markdown() -> MarkdownIt:
         md.disable("text_join")
         md.normalizeLink = lambda url: url  # keep the author's URL, not a percent-encoded one
         md.normalizeLinkText = lambda url: url
-        for name in ("link", "autolink", "linkify", "html_inline"):
+        for name in ("link", "image", "autolink", "linkify", "html_inline"):
             md.inline.ruler.at(name, _positioned(_rule(md.inline.ruler, name)))
         validate = md.validateLink
         md.validateLink = lambda url: validate(url) or is_script_url(url)  # seen, to be reported apart
@@ -211,7 +222,7 @@ def _positioned(rule):
         ok = rule(state, silent)
         if ok and not silent:
             for tok in state.tokens[n:]:
-                if tok.type in ("link_open", "html_inline"):
+                if tok.type in ("link_open", "image", "html_inline"):
                     tok.meta["src_pos"] = start
                     break
         return ok

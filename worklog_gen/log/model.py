@@ -78,6 +78,8 @@ class Entry:
     """1-based line of the header in :attr:`path` (of the body's first line for an
     entry without a header line)."""
     links: list[Link] = field(default_factory=list)
+    images: list[Link] = field(default_factory=list)
+    """The entry's markdown images: alt text as ``title``, ``src`` as ``url`` (not reading-list links)."""
     tasks: list[Task] = field(default_factory=list)
     words: int = 0
     end_line: int = 0

@@ -77,7 +77,8 @@ from worklog_gen.log.diagnostics import Diagnostic, DiagnosticCode
 from worklog_gen.log.files import display_name, read_log_file, worklog_files
 from worklog_gen.log.model import DateOrder, Entry, SourceFile, Worklog
 from worklog_gen.log.markdown_scan import scan
-from worklog_gen.log.shortcodes import find_image, find_problems
+from worklog_gen.log import local_files
+from worklog_gen.log.shortcodes import Image, find_image, find_problems
 from worklog_gen.log.tasks import entry_tasks
 
 __all__ = ["load", "parse", "worklog_files"]
@@ -205,14 +206,20 @@ def _empty_entries(entries: list[Entry]) -> list[Diagnostic]:
                        DiagnosticCode.EMPTY_ENTRY) for e in entries if not e.body.strip()]
 
 
-def _shortcode_problems(src: SourceFile, file: Path, folder: Path) -> list[Diagnostic]:
-    """Unknown Hugo shortcodes and figures whose image is missing or leads outside ``folder`` (the
-    worklog folder), in the entries of ``src``, read from ``file``."""
+def _file_problems(src: SourceFile, file: Path, folder: Path) -> list[Diagnostic]:
+    """Unknown Hugo shortcodes, and figures, images and linked files (:mod:`~worklog_gen.log.local_files`)
+    that are missing or lead outside ``folder`` (the worklog folder), in the entries of ``src``, read
+    from ``file``."""
     out = []
+
+    def find(image: str) -> Image:
+        return find_image(image, file, folder)
+
     for e in src.entries:
         if "{{" in e.body:
-            out += find_problems(e.body, e.path, e.line + 1 if e.header else e.line,
-                                 lambda image: find_image(image, file, folder))
+            out += find_problems(e.body, e.path, e.line + 1 if e.header else e.line, find)
+        if e.images or e.links:
+            out += local_files.problems(e, find)
     return out
 
 
@@ -224,7 +231,7 @@ def _analyse(src: SourceFile) -> list[Diagnostic]:
     for e in src.entries:
         first_line = e.line + 1 if e.header else e.line
         found = scan(e.body, first_line)
-        e.links, e.words = found.links, found.words
+        e.links, e.words, e.images = found.links, found.words, found.images
         e.tasks = entry_tasks(e.body.split("\n"), first_line, found.code_lines)
         diagnostics += [Diagnostic(e.path, link.line, f"a link that runs script ({link.url[:60]!r}): dropped from "
                                    "the page", DiagnosticCode.UNSAFE_LINK) for link in found.script_links]
@@ -405,7 +412,7 @@ def _parse_texts(
             more += _analyse(src)
             file, folder = (files or {}).get(p.path, (None, None))
             src.file = file
-            more += _shortcode_problems(src, file or Path(p.path), folder or Path(p.path).parent)
+            more += _file_problems(src, file or Path(p.path), folder or Path(p.path).parent)
             more += _empty_entries(src.entries)
             sources.append(src)
             diagnostics += more

@@ -158,7 +158,7 @@ def fix_backwards_link(line: str) -> tuple[str, list[tuple[str, str]]]:
     """
     if "](" not in line or not _BACKWARDS_HINT.search(line):
         return line, []
-    code = _code_span_ranges(line)
+    code = code_span_ranges(line)
     out: list[str] = []
     swapped: list[tuple[str, str]] = []
     pos = 0
@@ -289,7 +289,7 @@ def track_fence(line: str, fence: tuple[str, int] | None) -> tuple[tuple[str, in
     return fence, False
 
 
-def _code_span_ranges(line: str) -> list[tuple[int, int]]:
+def code_span_ranges(line: str) -> list[tuple[int, int]]:
     """``[start, end)`` ranges of the code spans in one line (matching backtick runs)."""
     if "`" not in line:
         return []

@@ -4,7 +4,9 @@ CommonMark does, and headings moved deeper to nest under a page's own."""
 
 from __future__ import annotations
 
+import html
 import re
+from collections.abc import Iterable
 
 from markdown_it import MarkdownIt
 
@@ -20,6 +22,32 @@ def md_escape(text: str, *, table: bool = False) -> str:
     text = " ".join(text.split()).replace("&", "&amp;").replace("<", "&lt;")
     text = _MD_SPECIAL.sub(r"\\\1", text)
     return text.replace("|", r"\|") if table else text
+
+
+def inline_links(urls: Iterable[str]) -> re.Pattern:
+    """Inline links and images to one of ``urls``, as written: ``[text](url "title")``,
+    ``![alt](<url>)``; groups ``bang`` (``!`` for an image), ``text``, ``url`` and ``title``."""
+    alternatives = "|".join(re.escape(u) for u in sorted(set(urls), key=len, reverse=True))
+    return re.compile(
+        r"(?P<bang>!?)\[(?P<text>(?:\\.|[^\[\]\\]|\[(?:\\.|[^\[\]\\])*\])*)\]"
+        rf"\(\s*<?(?P<url>{alternatives})>?(?P<title>\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)"
+    )
+
+
+def link_definitions(urls: Iterable[str]) -> re.Pattern:
+    """Link reference definitions (``[r]: url``) of one of ``urls``: group 1 is what comes
+    before the URL, group 2 the URL."""
+    alternatives = "|".join(re.escape(u) for u in sorted(set(urls), key=len, reverse=True))
+    return re.compile(rf"^( {{0,3}}\[[^\]]+\]:[ \t]*<?)({alternatives})(?=>?(?:\s|$))", re.MULTILINE)
+
+
+def html_link(bang: str, text: str, url: str) -> str:
+    """A link (or, with ``bang`` ``"!"``, an image) as inline HTML, which MkDocs passes on
+    without checking its target; ``text`` is markdown for a link, plain alt text for an image."""
+    href = html.escape(url)
+    if bang:
+        return f'<img src="{href}" alt="{html.escape(text)}">'
+    return f'<a href="{href}">{text}</a>'
 
 
 _LIST_MARKER = re.compile(r"^([ \t]*)(?:[-+*]|\d{1,9}[.)])(?:[ \t]+|$)")

@@ -4,12 +4,11 @@ message (see :class:`OldSiteLinks`)."""
 
 from __future__ import annotations
 
-import html
-import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
 from worklog_gen.log.model import Link
+from worklog_gen.site.markup import html_link, inline_links, link_definitions
 
 def is_root_relative(url: str) -> bool:
     """True for ``/blog/x/`` (a path on the site the log was written for), false for
@@ -52,33 +51,22 @@ class OldSiteLinks:
         old = [link for link in links if is_root_relative(link.url)]
         if not old:
             return markdown
-        urls = "|".join(re.escape(u) for u in sorted({link.url for link in old}, key=len, reverse=True))
-        inline = re.compile(
-            r"(?P<bang>!?)\[(?P<text>(?:\\.|[^\[\]\\]|\[(?:\\.|[^\[\]\\])*\])*)\]"
-            rf"\(\s*<?(?P<url>{urls})>?(?P<title>\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)"
-        )
+        urls = [link.url for link in old]
+        inline = inline_links(urls)
         if self.base_url:
             markdown = inline.sub(
                 lambda m: f"{m['bang']}[{m['text']}]({self.href(m['url'])}{m['title'] or ''})", markdown
             )
-            reference = re.compile(rf"^( {{0,3}}\[[^\]]+\]:[ \t]*<?)({urls})(?=>?(?:\s|$))", re.MULTILINE)
-            return reference.sub(lambda m: m[1] + self.href(m[2]), markdown)
+            return link_definitions(urls).sub(lambda m: m[1] + self.href(m[2]), markdown)
         self.kept.extend((path, link.line, link.url) for link in old)
-        return inline.sub(lambda m: self._html(m["bang"], m["text"], m["url"]), markdown)
+        return inline.sub(lambda m: html_link(m["bang"], m["text"], m["url"]), markdown)
 
     def link(self, title_markdown: str, url: str) -> str:
         """A link for generated lists (reading list, a day's links): markdown, or the
         same inline HTML as :meth:`rewrite` for a kept old-site link."""
         if not is_root_relative(url) or self.base_url:
             return f"[{title_markdown}](<{self.href(url)}>)"
-        return self._html("", title_markdown, url)
-
-    @staticmethod
-    def _html(bang: str, text: str, url: str) -> str:
-        href = html.escape(url)
-        if bang:
-            return f'<img src="{href}" alt="{html.escape(text)}">'
-        return f'<a href="{href}">{text}</a>'
+        return html_link("", title_markdown, url)
 
     def message(self) -> str | None:
         """The one message listing kept links, or ``None`` when none were kept."""

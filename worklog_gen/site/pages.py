@@ -32,8 +32,17 @@ from typing import Sequence
 from worklog_gen.site import layout as paths
 from worklog_gen.site.heatmap import heatmap_cells, heatmap_chart
 from worklog_gen.site.layout import Layout, relative
-from worklog_gen.site.markup import commonmark_lists, md_escape, shift_headings
-from worklog_gen.log.shortcodes import find_image, is_url, to_markdown
+from worklog_gen.site.markup import (
+    commonmark_lists,
+    html_link,
+    inline_links,
+    link_definitions,
+    md_escape,
+    shift_headings,
+)
+from worklog_gen.log.local_files import file_links
+from worklog_gen.log.repair import code_span_ranges, track_fence
+from worklog_gen.log.shortcodes import Image, find_image, is_url, to_markdown
 from worklog_gen.site.old_links import OldSiteLinks
 from worklog_gen.site.stats import month_title, reading_list, streaks, task_report, timeline, words_by_date
 from worklog_gen.site.topics import prose
@@ -125,7 +134,11 @@ class SiteContext:
     worklog_dir: Path | None = None
     """The worklog folder: a post's images are published only from inside it."""
     assets: dict[str, Path] = field(default_factory=dict)
-    """Files the pages show, found while writing them: docs path -> file (a post's images)."""
+    """Files the pages show, found while writing them: docs path -> file (a post's images, and
+    the files of the log's folder that entries show or link, :func:`publish_files`)."""
+    published: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    """Entry path -> url -> the docs path of the file that image or link names, published
+    (:func:`publish_files`); ``None`` for a file not found or refused, linked as written."""
     files: dict[str, bytes] = field(default_factory=dict)
     """Files the pages made while writing them: docs path -> content (the heatmap's chart)."""
     tag_anchors: dict[str, str] | None = None
@@ -133,6 +146,16 @@ class SiteContext:
 
     def entry_page(self, entry: Entry) -> str:
         return self.layout.entry_page(entry.slug)
+
+    def link(self, title_markdown: str, url: str, entry: Entry, from_src: str) -> str:
+        """A link of ``entry`` in a generated list (its page's links, the reading list) on page
+        ``from_src``: to the published copy of a file it names, else as :class:`OldSiteLinks` writes it."""
+        mine = self.published.get(entry.path, {})
+        if url in mine:
+            dest = mine[url]
+            return html_link("", title_markdown, url) if dest is None else \
+                f"[{title_markdown}](<{relative(dest, from_src)}>)"
+        return self.old_links.link(title_markdown, url)
 
 
 def _day_link(entry: Entry, from_src: str, ctx: SiteContext, text: str | None = None) -> str:
@@ -212,6 +235,7 @@ def day_page(log: Worklog, index: int, ctx: SiteContext, same_day: Sequence[int]
         parts.append(FOOTNOTES_HERE)
     topic_ids = list(dict.fromkeys(t for e in group for t in ctx.entry_topics.get(e.slug, [])))
     links = [link for e in group for link in e.links]
+    owner = {id(link): e for e in group for link in e.links}
     tasks = [t for e in group for t in e.tasks]
     extra: list[str] = []
     if topic_ids:
@@ -224,7 +248,7 @@ def day_page(log: Worklog, index: int, ctx: SiteContext, same_day: Sequence[int]
         for link in links:
             title = md_escape(link.title.strip() or link.url)
             domain = f" — {md_escape(link.domain)}" if link.domain else ""
-            items.append(f"- {ctx.old_links.link(title, link.url)}{domain}")
+            items.append(f"- {ctx.link(title, link.url, owner[id(link)], src)}{domain}")
         extra.append("## Links\n\n" + "\n".join(items))
     if tasks:
         items = [f"- {STATUS_MARK[TaskStatus(t.status)]}: {md_escape(t.text)}" for t in tasks]
@@ -263,10 +287,63 @@ def entry_body(entry: Entry, src: str, ctx: SiteContext) -> str:
     """The author's text of ``entry`` as its page (docs path ``src``) shows it: lists made
     CommonMark, old-site links handled (``ctx.old_links``), Hugo shortcodes as the markdown they
     stand for (a figure's image published beside the page, :func:`_image_url`)."""
-    body = ctx.old_links.rewrite(commonmark_lists(entry.body), entry.links, entry.path).strip("\n")
+    body, rest = _published_links(commonmark_lists(entry.body), entry, src, ctx)
+    body = ctx.old_links.rewrite(body, rest, entry.path).strip("\n")
     if "{{" in body:  # Hugo shortcodes, as the markdown they stand for
         body = to_markdown(body, lambda image: _image_url(image, entry, src, ctx))
     return body
+
+
+def publish_files(log: Worklog, ctx: SiteContext) -> None:
+    """Publish the files of the log's folder that its entries show or link
+    (:func:`worklog_gen.log.local_files.file_links`: ``![roofline](img/roofline.png)``,
+    ``[notes](notes.pdf)``), each in its entry's page folder at the path the entry names
+    (``worklog/2025-12-09/img/roofline.png``), as a post's figure is; recorded in
+    ``ctx.published`` and ``ctx.assets``. A file is looked for as a figure's image is
+    (:func:`~worklog_gen.log.shortcodes.find_image`); one not found (but for a root-relative
+    path, a link to the log's old site) or refused is recorded as ``None``: the parser has
+    warned, and the page links it as written."""
+    for entry in log.entries:
+        mine = ctx.published.setdefault(entry.path, {})
+        for link, target, _ in file_links(entry):
+            if link.url in mine:
+                continue
+            dest, found = _publish(target, entry, ctx)
+            if dest is not None or found.refused or not target.startswith("/"):
+                mine[link.url] = dest
+
+
+def _published_links(body: str, entry: Entry, src: str, ctx: SiteContext) -> tuple[str, list[Link]]:
+    """``body`` with its images and links to files of the log's folder pointing at their published
+    copies (:func:`publish_files`), and those to a file not found or refused as inline HTML, as
+    written (the parser has warned; MkDocs would warn again, naming a generated page); code
+    (fenced, or a span) stays as written. Returns the body and the links and images left for :class:`OldSiteLinks`."""
+    mine = ctx.published.get(entry.path, {})
+    handled = {link.url for link in [*entry.links, *entry.images] if link.url in mine}
+    rest = [link for link in [*entry.links, *entry.images] if link.url not in handled]
+    if not handled:
+        return body, rest
+    inline, definitions = inline_links(handled), link_definitions(handled)
+
+    def inline_sub(m: re.Match) -> str:
+        dest = mine[m["url"]]
+        if any(a <= m.start() < b for a, b in spans):  # in a code span: code, as written
+            return m[0]
+        if dest is None:
+            return html_link(m["bang"], m["text"], m["url"])
+        return f"{m['bang']}[{m['text']}](<{relative(dest, src)}>{m['title'] or ''})"
+
+    def definition_sub(m: re.Match) -> str:
+        dest = mine[m[2]]
+        return m[0] if dest is None else m[1] + relative(dest, src).replace(" ", "%20")
+
+    lines, fence, spans = body.split("\n"), None, []
+    for i, line in enumerate(lines):
+        fence, marker = track_fence(line, fence)
+        if not (marker or fence is not None) and ("](" in line or "]:" in line):
+            spans = code_span_ranges(line)
+            lines[i] = definitions.sub(definition_sub, inline.sub(inline_sub, line))
+    return "\n".join(lines), rest
 
 
 FOOTNOTES_HERE = "///Footnotes Go Here///"
@@ -277,21 +354,32 @@ _FOOTNOTE = re.compile(r"^\[\^[^\]]+\]:", re.M)
 
 def _image_url(image: str, entry: Entry, page_src: str, ctx: SiteContext) -> str | None:
     """A figure's URL relative to its page: a URL as it is; a file found beside the entry's
-    file (:func:`worklog_gen.log.shortcodes.find_image`) is published in the page's own folder at
-    the path the post names (``/images/x.png`` of page ``<prefix>/<slug>.md`` goes to
-    ``<prefix>/<slug>/images/x.png``, as in a Hugo page bundle), so two posts' images of one
-    name never collide; recorded in ``ctx.assets``. ``None`` when it is not found or leads outside
-    the worklog folder (the parser has warned about both)."""
+    file is published in the page's own folder (:func:`_publish`). ``None`` when it is not found
+    or leads outside the worklog folder (the parser has warned about both)."""
     if is_url(image):
         return image
+    dest, _ = _publish(image.split("#")[0].split("?")[0], entry, ctx)
+    return None if dest is None else relative(dest, page_src)
+
+
+def _publish(target: str, entry: Entry, ctx: SiteContext) -> tuple[str | None, Image]:
+    """Publish the file that path ``target`` of ``entry`` names
+    (:func:`worklog_gen.log.shortcodes.find_image`) in the entry's page folder at that path
+    (``/images/x.png`` of page ``<prefix>/<slug>.md`` goes to ``<prefix>/<slug>/images/x.png``,
+    as in a Hugo page bundle), so two posts' images of one name never collide; a file of another
+    source of the same page and path goes one folder deeper, under its source file's name.
+    Recorded in ``ctx.assets``. Returns its docs path (``None`` when it is not published) and
+    what looking for it found."""
     file = ctx.root / entry.path if ctx.root else Path(entry.path)
-    found = find_image(image, file, ctx.worklog_dir or file.parent).path
-    if found is None:
-        return None
-    parts = [p for p in posixpath.normpath(image.split("#")[0].split("?")[0].lstrip("/")).split("/") if p != ".."]
+    found = find_image(target, file, ctx.worklog_dir or file.parent)
+    if found.path is None:
+        return None, found
+    parts = [p for p in posixpath.normpath(target.lstrip("/")).split("/") if p not in ("..", ".")]
     dest = ctx.layout.entry_asset(entry.slug, parts)
-    ctx.assets[dest] = found
-    return relative(dest, page_src)
+    if ctx.assets.get(dest, found.path) != found.path:
+        dest = ctx.layout.entry_asset(entry.slug, [Path(entry.path).stem, *parts])
+    ctx.assets[dest] = found.path
+    return dest, found
 
 
 def _countdown(log: Worklog, ctx: SiteContext) -> str:
@@ -415,7 +503,7 @@ def reading_list_page(log: Worklog, ctx: SiteContext) -> str:
     if items:
         rows = []
         for item in items:
-            title = ctx.old_links.link(md_escape(item.title, table=True), item.url)
+            title = ctx.link(md_escape(item.title, table=True), item.url, item.entries[0], src)
             days = ", ".join(_day_link(e, src, ctx, e.date.isoformat()) for e in item.entries)
             domain = md_escape(item.domain or (ctx.old_links.base_url and "old site") or "relative", table=True)
             rows.append(f"| {title} | {domain} | {days} |")
@@ -562,6 +650,7 @@ def tags_page(log: Worklog, ctx: SiteContext) -> str:
 def worklog_pages(log: Worklog, ctx: SiteContext) -> dict[str, str]:
     """Every worklog page: docs source path -> markdown (``tags.md`` when an entry has tags; a
     page per year and per day)."""
+    publish_files(log, ctx)
     pages = {
         ctx.layout.home: home_page(log, ctx),
         ctx.layout.reading_list: reading_list_page(log, ctx),

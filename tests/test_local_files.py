@@ -1,0 +1,121 @@
+"""Files of the log's own folder that an entry shows or links: a screenshot beside the log, a PDF
+of notes. Each is published beside its entry's page and linked there, on the page, in its list
+of links, in the reading list and in the feed; one that is not there is a warning naming the
+file and line, and the page links it as written (MkDocs does not warn a second time about a
+page the author never wrote)."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from bs4 import BeautifulSoup
+
+from worklog_gen.log import load
+from worklog_gen.log.local_files import file_target
+
+SCREENSHOT = b"\x89PNG\r\n\x1a\n the ncu screenshot of the tiled matmul"
+NOTES = b"%PDF-1.4 wgmma notes"
+
+LOG = """\
+---
+target_date: 2026-05-12
+---
+# Countdown to the MoE kernel
+
+12/19/25 (T - 144)
+
+- Profiled the tiled matmul in Nsight Compute: ![ncu, tiled matmul](img/ncu%20tiled.png)
+- Wrote up what wgmma needs: [my wgmma notes](notes/wgmma.pdf) - Done
+- The screenshot again, by reference: ![same shot][shot]
+- Code stays code: `![ncu](img/ncu%20tiled.png)`
+
+[shot]: img/ncu%20tiled.png
+
+```markdown
+![ncu](img/ncu%20tiled.png)
+```
+
+12/20/25 (T - 143)
+
+- Compared against yesterday's ![ncu, tiled matmul](img/ncu%20tiled.png)
+- The profile I forgot to save: ![ncu, persistent](img/ncu-persistent.png)
+- And the slides I never downloaded: [slides](notes/hopper.pdf)
+"""
+
+
+@pytest.mark.parametrize("url, image, target", [
+    ("img/ncu.png", True, "img/ncu.png"),
+    ("img/ncu%20tiled.png?raw=1#top", True, "img/ncu tiled.png"),
+    ("/images/roofline.svg", True, "/images/roofline.svg"),
+    ("../shared/plot.png", True, "../shared/plot.png"),
+    ("notes/wgmma.pdf", False, "notes/wgmma.pdf"),
+    ("kernels/add.py", False, "kernels/add.py"),
+    ("2025-12-08.md", False, None),  # a page: MkDocs checks it
+    ("../blog/", False, None),
+    ("README", False, None),
+    ("#countdown", False, None),
+    ("https://triton-lang.org/main/index.html", True, None),
+    ("//cdn.example.org/x.png", True, None),
+    ("mailto:me@example.org", False, None),
+])
+def test_which_urls_name_a_file_of_the_log(url, image, target):
+    assert file_target(url, image=image) == target
+
+
+def _log(tmp_path: Path, text: str = LOG) -> Path:
+    folder = tmp_path / "worklog"
+    (folder / "img").mkdir(parents=True)
+    (folder / "notes").mkdir()
+    (folder / "log.md").write_text(text, encoding="utf-8")
+    (folder / "img" / "ncu tiled.png").write_bytes(SCREENSHOT)
+    (folder / "notes" / "wgmma.pdf").write_bytes(NOTES)
+    return folder
+
+
+def test_a_missing_image_or_file_is_a_warning_naming_its_line(tmp_path):
+    folder = _log(tmp_path)
+    (tmp_path / "secret.png").write_bytes(b"outside")
+    with (folder / "log.md").open("a", encoding="utf-8") as f:
+        f.write("- Outside the log: ![no](../secret.png), and an old site's ![logo](/images/logo.png)\n")
+    log = load(folder)
+    found = [(d.line, d.severity, d.code) for d in log.diagnostics]
+    assert found == [(22, "warning", "missing-image"), (23, "warning", "missing-file"),
+                     (24, "warning", "unsafe-path")]
+    assert "'img/ncu-persistent.png' not found" in log.diagnostics[0].message
+
+
+def test_a_shown_or_linked_file_is_published_beside_its_entry_and_linked_everywhere(build_site):
+    files = {"worklog/img/ncu tiled.png": SCREENSHOT, "worklog/notes/wgmma.pdf": NOTES}
+    site = build_site(LOG.replace("- The profile I forgot", "<!--").replace("notes/hopper.pdf)\n", "x) -->\n"),
+                      files=files, plugin={"feed": True})
+    day = site / "worklog" / "2025-12-19"
+    article = BeautifulSoup((day / "index.html").read_text(encoding="utf-8"), "html.parser").find("article")
+    shots = article.find_all("img", alt=["ncu, tiled matmul", "same shot"])
+    assert len(shots) == 2 and all((day / img["src"].replace("%20", " ")).read_bytes() == SCREENSHOT for img in shots)
+    notes = [a["href"] for a in article.find_all("a") if a["href"].endswith("wgmma.pdf")]
+    assert len(notes) == 2 and all((day / href).read_bytes() == NOTES for href in notes)  # the text, and Links
+    code = [c.get_text() for c in article.find_all("code")]
+    assert "![ncu](img/ncu%20tiled.png)" in code and any("![ncu](img/ncu%20tiled.png)" in c for c in code[1:])
+    # the next day's page shows the same file, published once, from its first day's folder
+    nxt = site / "worklog" / "2025-12-20"
+    img = BeautifulSoup((nxt / "index.html").read_text(encoding="utf-8"), "html.parser").find("article").find("img")
+    assert (nxt / img["src"].replace("%20", " ")).resolve() == (day / "img" / "ncu tiled.png").resolve()
+    reading = site / "worklog" / "reading-list"
+    listed = BeautifulSoup((reading / "index.html").read_text(encoding="utf-8"), "html.parser").find("table")
+    (href,) = [a["href"] for a in listed.find_all("a") if a["href"].endswith(".pdf")]
+    assert (reading / href).read_bytes() == NOTES
+    content = ET.fromstring((site / "feed.xml").read_text(encoding="utf-8"))
+    assert "worklog/2025-12-19/notes/wgmma.pdf" in ET.tostring(content, encoding="unicode")
+
+
+def test_a_missing_file_is_linked_as_written_and_warned_about_once(build_site, caplog):
+    files = {"worklog/img/ncu tiled.png": SCREENSHOT, "worklog/notes/wgmma.pdf": NOTES}
+    site = build_site(LOG, files=files, strict=False)
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 2 and all("worklog/log.md:2" in w for w in warnings)  # ours, not MkDocs'
+    article = BeautifulSoup((site / "worklog/2025-12-20/index.html").read_text(encoding="utf-8"),
+                            "html.parser").find("article")
+    assert article.find("img", alt="ncu, persistent")["src"] == "img/ncu-persistent.png"
+    assert any(a["href"] == "notes/hopper.pdf" for a in article.find_all("a"))

@@ -1,0 +1,72 @@
+"""Files of the log's own folder that an entry shows or links: a screenshot beside the log
+(``![roofline](img/roofline.png)``), a PDF of notes (``[my notes](notes/wgmma.pdf)``).
+
+The site publishes each such file beside the entry's page (as a post's figure is,
+:func:`worklog_gen.site.pages.entry_body`); this module says which links and images name one
+(:func:`file_target`) and reports, naming the file and line, those whose file is not there or
+leads outside the worklog folder (:func:`problems`). A file is looked for as a figure's image
+is (:func:`~worklog_gen.log.shortcodes.find_image`): beside the entry's file, then up to three
+folders above it inside the worklog folder, and in their ``static/``.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable, Iterator
+from urllib.parse import unquote, urlsplit
+
+from worklog_gen.log.diagnostics import Diagnostic, DiagnosticCode
+from worklog_gen.log.model import Entry, Link
+from worklog_gen.log.shortcodes import Image
+
+PAGE_SUFFIXES = (".md", ".markdown", ".html", ".htm")
+"""A link to one of these is to a page, not a file: MkDocs checks it as it checks every link."""
+
+
+def file_target(url: str, *, image: bool) -> str | None:
+    """The path that ``url`` names in the log's folder, or ``None`` when it names none.
+
+    An image's ``src`` or a link's destination names a file when it has no scheme
+    (``https:``, ``mailto:``), is not protocol-relative (``//host/x``) and has a path; a
+    link's must also end in a file name with a suffix that is not a page's
+    (:data:`PAGE_SUFFIXES`): ``notes.pdf``, not ``2025-12-08.md`` or ``../blog/``. The query
+    and fragment are dropped and percent-escapes decoded (``my%20plot.png`` is
+    ``my plot.png``). A root-relative path (``/images/x.png``) is returned too: Hugo's posts
+    name their ``static/`` files so."""
+    parts = urlsplit(url)
+    if parts.scheme or parts.netloc or not parts.path or url.startswith("//"):
+        return None
+    path = unquote(parts.path)
+    name = posixpath.basename(path)
+    suffix = posixpath.splitext(name)[1].lower()
+    if not image and (not suffix or suffix in PAGE_SUFFIXES):
+        return None
+    return path
+
+
+def file_links(entry: Entry) -> Iterator[tuple[Link, str, bool]]:
+    """``(image or link, the path it names, whether it is an image)`` for each of ``entry``'s
+    images, then links, that names a file (:func:`file_target`)."""
+    for link, image in [*((i, True) for i in entry.images), *((link, False) for link in entry.links)]:
+        if (target := file_target(link.url, image=image)) is not None:
+            yield link, target, image
+
+
+def problems(entry: Entry, find: Callable[[str], Image]) -> list[Diagnostic]:
+    """Warnings for ``entry``'s images and links to files that ``find`` (a path to an
+    :class:`~worklog_gen.log.shortcodes.Image`) does not find (``missing-image``,
+    ``missing-file``) or refuses as leading outside the worklog folder (``unsafe-path``). A
+    root-relative path that is not found is no problem: it is a link to the site the log was
+    written for (:mod:`worklog_gen.site.old_links`)."""
+    out = []
+    for link, target, image in file_links(entry):
+        found = find(target)
+        what = "image" if image else "linked file"
+        if found.refused:
+            out.append(Diagnostic(entry.path, link.line, f"{what} {link.url!r} refused: {found.refused}; the page "
+                                  "links it as written, unpublished", DiagnosticCode.UNSAFE_PATH))
+        elif found.path is None and not target.startswith("/"):
+            code = DiagnosticCode.MISSING_IMAGE if image else DiagnosticCode.MISSING_FILE
+            out.append(Diagnostic(entry.path, link.line, f"{what} {link.url!r} not found beside {entry.path} or "
+                                  "in the worklog folder above it; the page links it as written", code))
+    return out
