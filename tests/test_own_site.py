@@ -376,6 +376,7 @@ def test_the_feed_carries_each_entrys_content_with_absolute_links(tmp_path):
     (tmp_path / "docs").mkdir()
     (tmp_path / "worklog").mkdir()
     _write(tmp_path / "worklog" / "tminus.md", TMINUS + "\nSee [the tasks](tasks.md) and ![roof](roof.png).\n")
+    (tmp_path / "worklog" / "roof.png").write_bytes(b"\x89PNG\r\n\x1a\n a roofline")  # published beside the day's page
     _write(tmp_path / "mkdocs.yml", MINIMAL_YML + "site_url: https://me.github.io/kernels/\n")
     build(tmp_path)
     feed = ET.parse(tmp_path / "site" / "feed.xml").getroot()
@@ -383,7 +384,8 @@ def test_the_feed_carries_each_entrys_content_with_absolute_links(tmp_path):
     content = entry.find(f"{{{ATOM_NS}}}content")
     assert content.get("type") == "html"
     assert '<a href="https://me.github.io/kernels/worklog/tasks/">the tasks</a>' in content.text
-    assert 'src="https://me.github.io/kernels/worklog/roof.png"' in content.text
+    assert 'src="https://me.github.io/kernels/worklog/2027-02-02/roof.png"' in content.text
+    assert (tmp_path / "site" / "worklog" / "2027-02-02" / "roof.png").is_file()
     assert "<li>" not in content.text or "</li>" in content.text
     first = feed.findall(f"{{{ATOM_NS}}}entry")[-1].find(f"{{{ATOM_NS}}}content").text
     assert ('<a href="https://triton-lang.org/main/getting-started/tutorials/02-fused-softmax.html">'
