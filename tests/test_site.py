@@ -157,6 +157,47 @@ def test_a_bare_url_in_a_sentence_is_a_link_on_the_page_in_the_reading_list_and_
                for url in wanted)
 
 
+IN_DOCS_LOG = """\
+# Journal
+
+Kept in the docs folder, as MkDocs keeps content.
+
+12/19/25 (T - 144)
+
+Timed the tiled matmul. <script>alert("from the log")</script>
+
+12/20/25 (T - 143)
+
+Read the wgmma section of the PTX ISA.
+"""
+
+
+@pytest.mark.parametrize("sanitize", [False, True], ids=["as-written", "sanitized"])
+def test_a_log_kept_in_the_docs_folder_is_the_worklog_s_source_not_a_page_of_its_own(build_site, sanitize, tmp_path):
+    """``worklog_dir: docs/journal``: its files make the worklog's pages, and MkDocs renders
+    no page of their own beside them (which would show the log twice, warn about its relative
+    links, and pass its text to readers unsanitised); ``generate``'s copy of the docs leaves
+    them out too."""
+    site = build_site(None, plugin={"worklog_dir": "docs/journal", "sanitize": sanitize},
+                      docs={"index.md": "# Home\n", "journal/index.md": IN_DOCS_LOG})
+    assert not (site / "journal").exists()
+    assert "Timed the tiled matmul" in html(site, "worklog/2025-12-19/index.html").find("article").get_text()
+    home = html(site, "worklog/index.html").find("article").get_text()
+    assert "Kept in the docs folder" in home
+    pages = [p.relative_to(site).as_posix() for p in site.rglob("*.html")]
+    assert not [p for p in pages if "journal" in p]
+    if sanitize:
+        assert not [p for p in site.rglob("*.html") if 'alert("from the log")' in p.read_text(encoding="utf-8")]
+    project = site.parent
+    from worklog_gen.config import load_plugin_config
+
+    cfg, root = load_plugin_config(project / "mkdocs.yml")
+    written = generate_module.write_site(generate_module.generate(cfg, root, site_name="Test log"), tmp_path / "out",
+                                         cfg, docs_dir=project / "docs", mkdocs_yml=project / "mkdocs.yml")
+    docs = written.parent / "docs"
+    assert (docs / "index.md").is_file() and not list(docs.rglob("journal/*.md"))
+
+
 def test_tminus_fixture_home_shows_target_date_streaks_and_timeline(tminus_fixture_site):
     site, entries = tminus_fixture_site
     home = article_text(site, "worklog/index.html")

@@ -41,6 +41,7 @@ from worklog_gen.site.pages import SiteContext, entry_body, nav_section, topic_p
 from worklog_gen.site.sanitize import marked
 from worklog_gen.site.topics import match_topics
 from worklog_gen.log import Entry, Severity, Worklog, load
+from worklog_gen.log.files import worklog_files
 
 NAV_FILE = "nav.yml"
 """Name of the nav fragment :func:`write_site` writes beside ``docs/``."""
@@ -97,6 +98,15 @@ class GeneratedSite:
 
     def warnings(self) -> list[str]:
         return [m.text for m in self.messages if m.level is Severity.WARNING]
+
+
+def log_sources(cfg: WorklogConfig, root: Path) -> set[Path]:
+    """The log's markdown files (:func:`~worklog_gen.log.files.worklog_files`), resolved; empty
+    when ``worklog_dir`` does not exist. A log kept inside the docs folder is the source of the
+    worklog's pages, not pages of its own: the plugin takes these out of MkDocs' files, and
+    :func:`write_site` leaves them out of its copy of the docs."""
+    path = root / cfg.worklog_dir
+    return {p.resolve() for p in worklog_files(path)} if path.exists() else set()
 
 
 def load_log(cfg: WorklogConfig, root: Path, messages: list[Message], today: dt.date | None = None) -> Worklog:
@@ -414,7 +424,9 @@ def write_site(site: GeneratedSite, out: Path, cfg: WorklogConfig, *, docs_dir: 
     target = (out / "docs").resolve()
     if target.exists():
         shutil.rmtree(target)
-    shutil.copytree(docs_dir, target)
+    sources = log_sources(cfg, mkdocs_yml.resolve().parent)
+    shutil.copytree(docs_dir, target, ignore=lambda folder, names: [
+        n for n in names if Path(folder, n).resolve() in sources])  # a log kept in the docs: its pages are generated
     (out / GENERATED_MARK).write_text("written by worklog-gen generate: docs/, nav.yml and mkdocs.yml are replaced "
                                       "on each run\n")
     for src, content in site.files.items():
