@@ -180,17 +180,21 @@ def infer_date_order(
 _MONTH_NAME = parserinfo()
 """dateutil's English month names and abbreviations: ``_MONTH_NAME.month("Sept")`` is 9."""
 
+_MONTHS = (r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+           r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?")
 PROGRESS_RE = re.compile(
     r"^[ ]{0,3}\#{1,6}[ \t]+"
-    r"(?P<month>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
-    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?[ \t]+"
-    r"(?P<day>\d{1,2})(?:st|nd|rd|th)?(?![\d:])(?:,?[ \t]+(?P<year>\d{4})(?!\d))?"
+    r"(?:(?:mon|tue|wed|thu|fri|sat|sun)[a-z]{0,6}\.?,?[ \t]+)?"
+    rf"(?:(?P<month>{_MONTHS})\.?[ \t]+(?P<day>\d{{1,2}})(?:st|nd|rd|th)?(?![\d:])"
+    rf"|(?P<day_first>\d{{1,2}})(?:st|nd|rd|th)?[ \t]+(?:of[ \t]+)?(?P<month_after>{_MONTHS})\.?(?![a-z]))"
+    r"(?:,?[ \t]+(?P<year>\d{4})(?!\d))?"
     r"(?P<rest>[^\n]*?)[ \t]*(?:\#+[ \t]*)?$",
     re.IGNORECASE,
 )
-"""A markdown heading that starts with a month name and a day, without or with a year:
-``## November 24``, ``## Nov 24``, ``### October 23 - Day 9 of GPU Programming``. ``rest`` is
-what follows the date (its title)."""
+"""A markdown heading that starts with a month name and a day, in either order, without or
+with a year, after a weekday if any: ``## November 24``, ``## Nov 24``, ``## 24 November 2025``,
+``## Monday, November 24``, ``### October 23 - Day 9 of GPU Programming``. ``rest`` is what
+follows the date (its title)."""
 
 DATE_LINE_RE = re.compile(
     r"^[ ]{0,3}(?:\#{1,6}[ \t]+)?(?P<date>(?P<y>\d{4})(?P<sep>[-./])(?P<m>\d{1,2})(?P=sep)(?P<d>\d{1,2}))"
@@ -331,7 +335,7 @@ class Progress(HeaderShape):
                 dates.append(dt.date(y, month, day))
             except ValueError as exc:
                 dates.append(None)
-                diagnostics.append(Diagnostic(ctx.path, h.index + 1, f"invalid date {h.match['month']} {day} in {y}: "
+                diagnostics.append(Diagnostic(ctx.path, h.index + 1, f"invalid date {h.match['month'] or h.match['month_after']} {day} in {y}: "
                                               f"{exc}; the line is kept as text", DiagnosticCode.INVALID_DATE))
         return dates, diagnostics
 
@@ -394,7 +398,8 @@ def shapes_help() -> str:
 
 def progress_month_day(m: re.Match) -> tuple[int, int, int | None]:
     """``(month, day, year or None)`` of a :data:`PROGRESS_RE` match (the date may not exist)."""
-    return _MONTH_NAME.month(m["month"]), int(m["day"]), int(m["year"]) if m["year"] else None
+    month, day = (m["month"], m["day"]) if m["month"] else (m["month_after"], m["day_first"])
+    return _MONTH_NAME.month(month), int(day), int(m["year"]) if m["year"] else None
 
 
 def header_title(m: re.Match) -> str:
