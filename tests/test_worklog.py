@@ -499,6 +499,25 @@ def test_append_entry_in_a_folder_uses_the_newest_file(tmp_path):
     assert (file.name, header) == ("b.md", "16/12/2025 (T - 147)")
 
 
+@pytest.mark.parametrize("last, day, header", [
+    ("## November 24 - Day 25 of ML Systems: warp shuffles", dt.date(2025, 11, 25), "## November 25 - Day 26 of ML Systems"),
+    ("### 24th Nov 2025", dt.date(2025, 12, 1), "### 1st Dec 2025"),
+    ("## Monday, November 24", dt.date(2025, 11, 27), "## Thursday, November 27"),
+    ("## 3rd of Sept, 2025: warps", dt.date(2025, 9, 22), "## 22nd of Sept, 2025"),
+    ("## NOV 05 - day 9", dt.date(2026, 1, 2), "## JAN 02 - day 10"),
+    ("2025-01-20", dt.date(2025, 2, 3), "2025-02-03"),
+    ("## 2025.1.20", dt.date(2025, 2, 3), "## 2025.2.3"),
+])
+def test_append_entry_writes_the_next_progress_heading_or_date_line_as_the_last_is_written(tmp_path, last, day, header):
+    """``new`` in a progress log or dated notes: no target date needed, the next ``Day N``."""
+    path = tmp_path / "log.md"
+    path.write_text(f"---\nyear: 2025\n---\n{last}\n\nTimed the softmax.\n", encoding="utf-8")
+    assert append_entry(path, day) == (path, header)
+    log = load(path, today=dt.date(2026, 1, 5))
+    assert [e.date for e in log.entries][-1] == day and log.entries[-1].header == header
+    assert path.read_text(encoding="utf-8").endswith(f"Timed the softmax.\n\n{header}\n")
+
+
 def test_append_entry_in_a_folder_of_day_files_writes_a_new_file(tmp_path):
     (tmp_path / "2025-12-09.md").write_text("---\ncountdown: 154\n---\ntext\n", encoding="utf-8")
     file, header = append_entry(tmp_path, dt.date(2025, 12, 10))

@@ -217,7 +217,8 @@ def export(paths: tuple[Path, ...], fmt: str, config_file: Path) -> None:
 @click.option("--date", "day", type=IsoDate(), help="Entry date (default: today).")
 @CONFIG_OPTION
 def new(path: Path | None, day: dt.date | None, config_file: Path) -> None:
-    """Append today's entry header, with its countdown to the target date, to the log.
+    """Append today's entry header to the log, as the log writes one: a T-minus header with its
+    countdown to the target date, the next progress heading (Day N + 1), or the next date line.
 
     PATH is the log file; with none, the configured worklog (the newest file in a folder).
     """

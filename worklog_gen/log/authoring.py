@@ -19,7 +19,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from worklog_gen.log.shapes import HeaderStyle, format_header, header_style
+from worklog_gen.log.shapes import SHAPES, HeaderStyle, format_header, header_style
 from worklog_gen.log.model import DateOrder
 from worklog_gen.log.parse import load
 
@@ -53,11 +53,14 @@ def log_lock(paths: Iterable[str | Path]) -> Iterator[None]:
 
 
 def append_entry(path: str | Path, date: dt.date, *, date_order: DateOrder = "auto") -> tuple[Path, str]:
-    """Append the header line of a new entry for ``date`` to the log at ``path``.
+    """Append the header line of a new entry for ``date`` to the log at ``path``, in the shape
+    and style of the file's last header.
 
-    The countdown is ``target_date - date`` in days (the log's :attr:`~worklog_gen.log.model.Worklog.target_date`),
-    written in the style of the file's last header (2- or 4-digit year, month/day
-    order, spacing). ``path`` is a log file, or a folder: then the file holding the
+    A T-minus header's countdown is ``target_date - date`` in days (the log's
+    :attr:`~worklog_gen.log.model.Worklog.target_date`), written in the style of the file's last
+    header (2- or 4-digit year, month/day order, spacing). After a progress heading, the next
+    one (``## November 25 - Day 26 of ML Systems``), and after a date line, the next date
+    (:meth:`~worklog_gen.log.shapes.HeaderShape.next_header`): neither needs a target date. ``path`` is a log file, or a folder: then the file holding the
     newest entry. In a folder of one-entry files (no header lines), a new file
     ``<date>.md`` holding the header line is written next to the newest one. A blank
     line separates the header from the text before it; the file's line ends (LF or
@@ -69,7 +72,7 @@ def append_entry(path: str | Path, date: dt.date, *, date_order: DateOrder = "au
 
     Raises:
         ValueError: ``date`` already has an entry, is before the newest entry, no
-            target date is known (no countdown, no front matter ``target``), ``path``
+            target date is known for a T-minus header (no countdown, no front matter ``target``), ``path``
             is a folder without entries, or another ``new`` held the log's lock for
             :data:`LOCK_TIMEOUT_S` seconds.
         FileNotFoundError: ``path`` does not exist.
@@ -93,14 +96,11 @@ def _append(path: Path, date: dt.date, date_order: DateOrder) -> tuple[Path, str
             raise ValueError(f"{e.source}: {date} already has an entry{f' ({e.header})' if e.header else ''}: "
                              "write that day's notes under it; new adds a day that has none (tomorrow's, or "
                              "--date YYYY-MM-DD)")
-    if log.target_date is None:
-        raise ValueError(f"{path}: no target date known: no entry has a countdown")
     newest = log.entries[-1] if log.entries else None
     if newest is not None and date < newest.date:
         raise ValueError(
             f"{date} is before the newest entry {newest.date} ({newest.source}); add it by hand where it belongs"
         )
-    countdown = (log.target_date - date).days
     if path.is_file():
         file = path
     elif newest is not None:
@@ -108,8 +108,14 @@ def _append(path: Path, date: dt.date, date_order: DateOrder) -> tuple[Path, str
     else:
         raise ValueError(f"{path}: no entry yet to find the log file by; name the file")
     in_file = [e for f in log.files if f.path == str(file) for e in f.entries if e.header]
-    style = header_style(in_file[-1].header, log.date_order) if in_file else HeaderStyle(order=log.date_order)
-    header = format_header(date, countdown, style=style)
+    shape = next((s for s in SHAPES if in_file and s.name == in_file[-1].shape), None)
+    if shape is not None and shape is not SHAPES[0]:  # a progress heading or a date line, after the file's last
+        header = shape.next_header(in_file[-1].header, date)
+    else:
+        if log.target_date is None:
+            raise ValueError(f"{path}: no target date known: no entry has a countdown")
+        style = header_style(in_file[-1].header, log.date_order) if in_file else HeaderStyle(order=log.date_order)
+        header = format_header(date, (log.target_date - date).days, style=style)
     if newest is not None and not newest.header and not path.is_file():
         file = file.parent / f"{date.isoformat()}.md"
         if file.exists():

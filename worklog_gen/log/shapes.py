@@ -19,6 +19,7 @@ month-first.
 
 from __future__ import annotations
 
+import calendar
 import datetime as dt
 import re
 from collections.abc import Iterable
@@ -184,7 +185,7 @@ _MONTHS = (r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|au
            r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?")
 PROGRESS_RE = re.compile(
     r"^[ ]{0,3}\#{1,6}[ \t]+"
-    r"(?:(?:mon|tue|wed|thu|fri|sat|sun)[a-z]{0,6}\.?,?[ \t]+)?"
+    r"(?:(?P<weekday>(?:mon|tue|wed|thu|fri|sat|sun)[a-z]{0,6})\.?,?[ \t]+)?"
     rf"(?:(?P<month>{_MONTHS})\.?[ \t]+(?P<day>\d{{1,2}})(?:st|nd|rd|th)?(?![\d:])"
     rf"|(?P<day_first>\d{{1,2}})(?:st|nd|rd|th)?[ \t]+(?:of[ \t]+)?(?P<month_after>{_MONTHS})\.?(?![a-z]))"
     r"(?:,?[ \t]+(?P<year>\d{4})(?!\d))?"
@@ -281,6 +282,11 @@ class HeaderShape:
         """Diagnostics about the file's entries that only this shape has."""
         return []
 
+    def next_header(self, header: str, date: dt.date) -> str:
+        """The header of a new entry for ``date``, written as ``header`` (the file's last) is:
+        the same line with its date's parts replaced, each spelt as there."""
+        raise NotImplementedError
+
 
 class TMinus(HeaderShape):
     name, pattern = "t-minus", HEADER_RE
@@ -363,12 +369,71 @@ class Progress(HeaderShape):
         return out
 
 
+    def next_header(self, header, date):
+        """``## November 25 - Day 26 of ML Systems`` after ``## November 24 - Day 25 of ML Systems``:
+        the weekday, month and day (in their order, spelling and ordinal suffix) and the year,
+        where the last heading has them; of its title, only a ``Day N`` counter (one more) and
+        what names it (`` of ML Systems``), as the rest belongs to its own day."""
+        m = self.pattern.match(header)
+        month, day = ("month", "day") if m["month"] else ("month_after", "day_first")
+        parts = {"weekday": _spelt(m["weekday"], calendar.day_name[date.weekday()]) if m["weekday"] else None,
+                 month: _spelt(m[month], calendar.month_name[date.month]),
+                 day: _number(m[day], date.day), "year": str(date.year) if m["year"] else None}
+        counter = re.match(r"(?P<lead>[^\n]*?\bday[ \t]+)(?P<n>\d{1,5})(?P<of>[ \t]+of[ \t]+[^:;|\u2013\u2014]*)?",
+                           m["rest"] or "", re.IGNORECASE)
+        parts["rest"] = f"{counter['lead']}{int(counter['n']) + 1}{(counter['of'] or '').rstrip()}" if counter else ""
+        line = header
+        for group in sorted((g for g, v in parts.items() if v is not None), key=m.start, reverse=True):
+            start, end = m.span(group)
+            if start < 0:
+                continue
+            new = parts[group]
+            if group == day and (suffix := re.match(r"st|nd|rd|th", line[end:end + 2], re.IGNORECASE)):
+                new, end = new + _ordinal(date.day, suffix[0]), end + 2
+            line = line[:start] + new + line[end:]
+        return line
+
+
+def _spelt(written: str, name: str) -> str:
+    """``name`` (a month's or weekday's English name) spelt as ``written`` spells one: whole, or
+    its three-letter abbreviation after one (``Nov``; ``Sept`` for September after ``Sept``), in
+    ``written``'s case."""
+    if len(written) > 4:
+        cut = name
+    else:
+        cut = "Sept" if name == "September" and written.lower() == "sept" else name[:3]
+    return cut.upper() if written.isupper() and len(written) > 1 else cut.lower() if written.islower() else cut
+
+
+def _number(written: str, value: int) -> str:
+    """``value`` written as ``written`` is: zero-padded to two digits after one that is (``05``
+    after ``09``), else as it is."""
+    return f"{value:02d}" if len(written) == 2 and written.startswith("0") else str(value)
+
+
+def _ordinal(day: int, written: str) -> str:
+    """The English ordinal suffix of ``day`` (``st``, ``nd``, ``rd``, ``th``), in ``written``'s case."""
+    suffix = "th" if 10 <= day % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(day % 10, "th")
+    return suffix.upper() if written.isupper() else suffix
+
+
 class DatedNote(HeaderShape):
     name, pattern = "dated-note", DATE_LINE_RE
     example, yields = "2025-01-20", "date (year first, `-`, `.` or `/`), alone on its line"
 
     def date(self, m, ctx):
         return dt.date(int(m["y"]), int(m["m"]), int(m["d"]))
+
+    def next_header(self, header, date):
+        """``2025-01-21`` after ``2025-01-20``, ``## 2025.1.21`` after ``## 2025.1.20``: month and day
+        zero-padded when the last header's are (both of two digits, or one with a leading zero)."""
+        m = self.pattern.match(header)
+        pad = "0" in (m["m"][0], m["d"][0]) or (len(m["m"]) == 2 and len(m["d"]) == 2)
+        line = header
+        for group, value in (("d", date.day), ("m", date.month), ("y", date.year)):  # right to left
+            start, end = m.span(group)
+            line = line[:start] + (f"{value:02d}" if pad and group != "y" else str(value)) + line[end:]
+        return line
 
 
 SHAPES: tuple[HeaderShape, ...] = (TMinus(), Progress(), DatedNote())
