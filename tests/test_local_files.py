@@ -119,3 +119,18 @@ def test_a_missing_file_is_linked_as_written_and_warned_about_once(build_site, c
                             "html.parser").find("article")
     assert article.find("img", alt="ncu, persistent")["src"] == "img/ncu-persistent.png"
     assert any(a["href"] == "notes/hopper.pdf" for a in article.find_all("a"))
+
+
+def test_the_preamble_s_images_and_files_are_published_beside_the_worklog_home(build_site, caplog):
+    plan = b"\x89PNG\r\n\x1a\n the plan: softmax, matmul, attention, MoE"
+    text = LOG.replace("# Countdown to the MoE kernel\n",
+                       "# Countdown to the MoE kernel\n\nThe plan: ![the plan](img/plan.png), and the "
+                       "syllabus I lost: [syllabus](notes/syllabus.pdf).\n")
+    files = {"worklog/img/ncu tiled.png": SCREENSHOT, "worklog/notes/wgmma.pdf": NOTES, "worklog/img/plan.png": plan}
+    site = build_site(text, files=files, strict=False)
+    home = site / "worklog"
+    img = BeautifulSoup((home / "index.html").read_text(encoding="utf-8"), "html.parser").find("img", alt="the plan")
+    assert (home / img["src"]).read_bytes() == plan
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any("worklog/log.md:6: warning: linked file 'notes/syllabus.pdf' not found" in w for w in warnings)
+    assert not any("Doc file" in w for w in warnings)  # MkDocs has nothing to say of a page the author never wrote

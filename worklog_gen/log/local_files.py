@@ -12,11 +12,11 @@ folders above it inside the worklog folder, and in their ``static/``.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from urllib.parse import unquote, urlsplit
 
 from worklog_gen.log.diagnostics import Diagnostic, DiagnosticCode
-from worklog_gen.log.model import Entry, Link
+from worklog_gen.log.model import Link
 from worklog_gen.log.shortcodes import Image
 
 PAGE_SUFFIXES = (".md", ".markdown", ".html", ".htm")
@@ -44,29 +44,30 @@ def file_target(url: str, *, image: bool) -> str | None:
     return path
 
 
-def file_links(entry: Entry) -> Iterator[tuple[Link, str, bool]]:
-    """``(image or link, the path it names, whether it is an image)`` for each of ``entry``'s
-    images, then links, that names a file (:func:`file_target`)."""
-    for link, image in [*((i, True) for i in entry.images), *((link, False) for link in entry.links)]:
+def file_links(images: Iterable[Link], links: Iterable[Link]) -> Iterator[tuple[Link, str, bool]]:
+    """``(image or link, the path it names, whether it is an image)`` for each of ``images``, then
+    ``links`` (an entry's, or a preamble's), that names a file (:func:`file_target`)."""
+    for link, image in [*((i, True) for i in images), *((link, False) for link in links)]:
         if (target := file_target(link.url, image=image)) is not None:
             yield link, target, image
 
 
-def problems(entry: Entry, find: Callable[[str], Image]) -> list[Diagnostic]:
-    """Warnings for ``entry``'s images and links to files that ``find`` (a path to an
+def problems(path: str, images: Iterable[Link], links: Iterable[Link], find: Callable[[str], Image]) -> list[Diagnostic]:
+    """Warnings, in file ``path``, for ``images`` and ``links`` (an entry's, or a preamble's) to
+    files that ``find`` (a path to an
     :class:`~worklog_gen.log.shortcodes.Image`) does not find (``missing-image``,
     ``missing-file``) or refuses as leading outside the worklog folder (``unsafe-path``). A
     root-relative path that is not found is no problem: it is a link to the site the log was
     written for (:mod:`worklog_gen.site.old_links`)."""
     out = []
-    for link, target, image in file_links(entry):
+    for link, target, image in file_links(images, links):
         found = find(target)
         what = "image" if image else "linked file"
         if found.refused:
-            out.append(Diagnostic(entry.path, link.line, f"{what} {link.url!r} refused: {found.refused}; the page "
+            out.append(Diagnostic(path, link.line, f"{what} {link.url!r} refused: {found.refused}; the page "
                                   "links it as written, unpublished", DiagnosticCode.UNSAFE_PATH))
         elif found.path is None and not target.startswith("/"):
             code = DiagnosticCode.MISSING_IMAGE if image else DiagnosticCode.MISSING_FILE
-            out.append(Diagnostic(entry.path, link.line, f"{what} {link.url!r} not found beside {entry.path} or "
+            out.append(Diagnostic(path, link.line, f"{what} {link.url!r} not found beside {path} or "
                                   "in the worklog folder above it; the page links it as written", code))
     return out

@@ -155,6 +155,10 @@ class SourceFile:
     front_matter: dict = field(default_factory=dict)
     preamble: str = ""
     preamble_lines: int = 0
+    preamble_links: list[Link] = field(default_factory=list)
+    """The preamble's links, as an entry's (:attr:`Entry.links`); not in the reading list."""
+    preamble_images: list[Link] = field(default_factory=list)
+    """The preamble's images, as an entry's (:attr:`Entry.images`)."""
     entries: list[Entry] = field(default_factory=list)
     """This file's entries in file order."""
     line_count: int = 0

@@ -219,15 +219,20 @@ def _file_problems(src: SourceFile, file: Path, folder: Path) -> list[Diagnostic
         if "{{" in e.body:
             out += find_problems(e.body, e.path, e.line + 1 if e.header else e.line, find)
         if e.images or e.links:
-            out += local_files.problems(e, find)
+            out += local_files.problems(e.path, e.images, e.links, find)
+    if src.preamble_images or src.preamble_links:
+        out += local_files.problems(src.path, src.preamble_images, src.preamble_links, find)
     return out
 
 
 def _analyse(src: SourceFile) -> list[Diagnostic]:
-    """Set the links, words and tasks of every entry of ``src``: one markdown-it-py
-    parse per entry (:func:`worklog_gen.log.markdown_scan.scan`); a warning for each link
-    that runs script."""
+    """Set the links, words and tasks of every entry of ``src``, and the links and images of its
+    preamble: one markdown-it-py parse each (:func:`worklog_gen.log.markdown_scan.scan`); a
+    warning for each link of an entry that runs script."""
     diagnostics = []
+    if src.preamble.strip() and not src.refused:
+        found = scan(src.preamble, src.front_matter_lines + 1)
+        src.preamble_links, src.preamble_images = found.links, found.images
     for e in src.entries:
         first_line = e.line + 1 if e.header else e.line
         found = scan(e.body, first_line)

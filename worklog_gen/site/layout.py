@@ -133,11 +133,6 @@ class Layout:
         page = f"{day.isoformat()}/" if self.use_directory_urls else f"{day.isoformat()}.html"
         return f"{self.prefix}/{page}" if self.home_at_root else page
 
-    def entry_asset(self, slug: str, parts: list[str]) -> str:
-        """Where a post's image is published: in its page's own folder, at the path the post
-        names (``worklog/2025-01-05-warp-shuffles/images/x.png``), as in a Hugo page bundle."""
-        return posixpath.join(self.page(slug), *parts)
-
     @property
     def home_url(self) -> str:
         """The worklog home's URL relative to the site root (``worklog/``; ``""`` at the root)."""

@@ -287,7 +287,7 @@ def entry_body(entry: Entry, src: str, ctx: SiteContext) -> str:
     """The author's text of ``entry`` as its page (docs path ``src``) shows it: lists made
     CommonMark, old-site links handled (``ctx.old_links``), Hugo shortcodes as the markdown they
     stand for (a figure's image published beside the page, :func:`_image_url`)."""
-    body, rest = _published_links(commonmark_lists(entry.body), entry, src, ctx)
+    body, rest = _published_links(commonmark_lists(entry.body), entry.path, [*entry.links, *entry.images], src, ctx)
     body = ctx.old_links.rewrite(body, rest, entry.path).strip("\n")
     if "{{" in body:  # Hugo shortcodes, as the markdown they stand for
         body = to_markdown(body, lambda image: _image_url(image, entry, src, ctx))
@@ -295,32 +295,36 @@ def entry_body(entry: Entry, src: str, ctx: SiteContext) -> str:
 
 
 def publish_files(log: Worklog, ctx: SiteContext) -> None:
-    """Publish the files of the log's folder that its entries show or link
+    """Publish the files of the log's folder that its entries and preambles show or link
     (:func:`worklog_gen.log.local_files.file_links`: ``![roofline](img/roofline.png)``,
     ``[notes](notes.pdf)``), each in its entry's page folder at the path the entry names
-    (``worklog/2025-12-09/img/roofline.png``), as a post's figure is; recorded in
-    ``ctx.published`` and ``ctx.assets``. A file is looked for as a figure's image is
+    (``worklog/2025-12-09/img/roofline.png``), as a post's figure is, and a preamble's in the
+    worklog's folder (``worklog/img/plan.png``); recorded in ``ctx.published`` and
+    ``ctx.assets``. A file is looked for as a figure's image is
     (:func:`~worklog_gen.log.shortcodes.find_image`); one not found (but for a root-relative
     path, a link to the log's old site) or refused is recorded as ``None``: the parser has
     warned, and the page links it as written."""
-    for entry in log.entries:
-        mine = ctx.published.setdefault(entry.path, {})
-        for link, target, _ in file_links(entry):
+    sources = [(e.path, e.images, e.links, ctx.layout.page(e.slug)) for e in log.entries]
+    sources += [(f.path, f.preamble_images, f.preamble_links, ctx.layout.prefix) for f in log.files if not f.refused]
+    for path, images, links, folder in sources:
+        mine = ctx.published.setdefault(path, {})
+        for link, target, _ in file_links(images, links):
             if link.url in mine:
                 continue
-            dest, found = _publish(target, entry, ctx)
+            dest, found = _publish(target, path, folder, ctx)
             if dest is not None or found.refused or not target.startswith("/"):
                 mine[link.url] = dest
 
 
-def _published_links(body: str, entry: Entry, src: str, ctx: SiteContext) -> tuple[str, list[Link]]:
-    """``body`` with its images and links to files of the log's folder pointing at their published
-    copies (:func:`publish_files`), and those to a file not found or refused as inline HTML, as
-    written (the parser has warned; MkDocs would warn again, naming a generated page); code
-    (fenced, or a span) stays as written. Returns the body and the links and images left for :class:`OldSiteLinks`."""
-    mine = ctx.published.get(entry.path, {})
-    handled = {link.url for link in [*entry.links, *entry.images] if link.url in mine}
-    rest = [link for link in [*entry.links, *entry.images] if link.url not in handled]
+def _published_links(body: str, path: str, links: list[Link], src: str, ctx: SiteContext) -> tuple[str, list[Link]]:
+    """``body`` (an entry's, or a preamble's, of file ``path``, on page ``src``) with its ``links``
+    and images to files of the log's folder pointing at their published copies
+    (:func:`publish_files`), and those to a file not found or refused as inline HTML, as written
+    (the parser has warned; MkDocs would warn again, naming a generated page); code (fenced, or
+    a span) stays as written. Returns the body and the links and images left for :class:`OldSiteLinks`."""
+    mine = ctx.published.get(path, {})
+    handled = {link.url for link in links if link.url in mine}
+    rest = [link for link in links if link.url not in handled]
     if not handled:
         return body, rest
     inline, definitions = inline_links(handled), link_definitions(handled)
@@ -358,26 +362,26 @@ def _image_url(image: str, entry: Entry, page_src: str, ctx: SiteContext) -> str
     or leads outside the worklog folder (the parser has warned about both)."""
     if is_url(image):
         return image
-    dest, _ = _publish(image.split("#")[0].split("?")[0], entry, ctx)
+    dest, _ = _publish(image.split("#")[0].split("?")[0], entry.path, ctx.layout.page(entry.slug), ctx)
     return None if dest is None else relative(dest, page_src)
 
 
-def _publish(target: str, entry: Entry, ctx: SiteContext) -> tuple[str | None, Image]:
-    """Publish the file that path ``target`` of ``entry`` names
-    (:func:`worklog_gen.log.shortcodes.find_image`) in the entry's page folder at that path
-    (``/images/x.png`` of page ``<prefix>/<slug>.md`` goes to ``<prefix>/<slug>/images/x.png``,
-    as in a Hugo page bundle), so two posts' images of one name never collide; a file of another
-    source of the same page and path goes one folder deeper, under its source file's name.
-    Recorded in ``ctx.assets``. Returns its docs path (``None`` when it is not published) and
-    what looking for it found."""
-    file = ctx.root / entry.path if ctx.root else Path(entry.path)
+def _publish(target: str, path: str, folder: str, ctx: SiteContext) -> tuple[str | None, Image]:
+    """Publish the file that path ``target``, written in the log's file ``path``, names
+    (:func:`worklog_gen.log.shortcodes.find_image`) in the docs folder ``folder`` (an entry's
+    page folder) at that path (``/images/x.png`` of page ``<prefix>/<slug>.md`` goes to
+    ``<prefix>/<slug>/images/x.png``, as in a Hugo page bundle), so two posts' images of one name
+    never collide; a file of another source of the same folder and path goes one folder deeper,
+    under its source file's name. Recorded in ``ctx.assets``. Returns its docs path (``None``
+    when it is not published) and what looking for it found."""
+    file = ctx.root / path if ctx.root else Path(path)
     found = find_image(target, file, ctx.worklog_dir or file.parent)
     if found.path is None:
         return None, found
     parts = [p for p in posixpath.normpath(target.lstrip("/")).split("/") if p not in ("..", ".")]
-    dest = ctx.layout.entry_asset(entry.slug, parts)
+    dest = posixpath.join(folder, *parts)
     if ctx.assets.get(dest, found.path) != found.path:
-        dest = ctx.layout.entry_asset(entry.slug, [Path(entry.path).stem, *parts])
+        dest = posixpath.join(folder, Path(path).stem, *parts)
     ctx.assets[dest] = found.path
     return dest, found
 
@@ -428,17 +432,18 @@ def home_page(log: Worklog, ctx: SiteContext) -> str:
     heatmap and the timeline newest first by month, one summary line per entry. The heatmap's
     files (:func:`home_files`) go into ``ctx.files``."""
     src = ctx.layout.home
-    prefaced = [(f.title, f.preamble, f.path) for f in log.files if f.preamble.strip() and not f.refused]
+    prefaced = [(f.title, f.preamble, f.path, [*f.preamble_links, *f.preamble_images])
+                for f in log.files if f.preamble.strip() and not f.refused]
     if not log.files and log.preamble.strip():  # a log made in code, without its files
-        prefaced = [("", log.preamble, log.paths[0] if log.paths else "<worklog>")]
+        prefaced = [("", log.preamble, log.paths[0] if log.paths else "<worklog>", _preamble_links(log.preamble))]
     own = str(log.front_matter.get("title") or "") if len(prefaced) <= 1 else ""  # the log's, not the config's
     parts = [f"# {md_escape(own or ctx.title)}"]
-    for file_title, text, path in prefaced:  # each file's routine and rules, under its title if several
-        preamble = commonmark_lists(text)
+    for file_title, text, path, links in prefaced:  # each file's routine and rules, under its title if several
+        preamble, rest = _published_links(commonmark_lists(text), path, links, src, ctx)
         if len(prefaced) > 1:
             parts.append(f"## {md_escape(file_title)}")
             preamble = shift_headings(preamble, 2)
-        parts.append(ctx.old_links.rewrite(preamble, _preamble_links(text), path).strip("\n"))
+        parts.append(ctx.old_links.rewrite(preamble, rest, path).strip("\n"))
     parts.append("## Countdown\n\n" + _countdown(log, ctx))
     see = [f"[Reading list]({relative(ctx.layout.reading_list, src)})", f"[Tasks]({relative(ctx.layout.tasks, src)})"]
     if ctx.feed:
@@ -485,8 +490,8 @@ def home_files(log: Worklog, ctx: SiteContext) -> dict[str, bytes]:
 
 
 def _preamble_links(preamble: str) -> list[Link]:
-    # The data model keeps links per entry only; the preamble's root-relative links
-    # are found here with the same regex the rewrite uses, at line 0 (unknown).
+    # A log made in code has no files, whose preambles' links the parser finds; its preamble's
+    # root-relative links are found here with the same regex the rewrite uses, at line 0 (unknown).
     urls = re.findall(r"\]\(\s*<?(/[^/)\s>][^)\s>]*)", preamble)
     return [Link(title="", url=u, line=0) for u in urls]
 
