@@ -134,3 +134,22 @@ def test_the_preamble_s_images_and_files_are_published_beside_the_worklog_home(b
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert any("worklog/log.md:6: warning: linked file 'notes/syllabus.pdf' not found" in w for w in warnings)
     assert not any("Doc file" in w for w in warnings)  # MkDocs has nothing to say of a page the author never wrote
+
+
+@pytest.mark.parametrize("sanitize", [False, True], ids=["as-written", "sanitized"])
+def test_with_sanitize_a_file_that_can_run_script_is_not_published(build_site, caplog, sanitize):
+    """An SVG runs its ``<script>`` in the site's origin when a reader opens it by its address: with
+    ``sanitize: true`` (a log others write too) it stays off the site, with a warning naming the line."""
+    svg = b'<svg xmlns="http://www.w3.org/2000/svg"><script>alert(document.cookie)</script></svg>'
+    text = LOG.replace("- The profile I forgot", "- A diagram: ![warps](img/warps.svg) and [its source](img/warps.svg)\n<!--")
+    text = text.replace("notes/hopper.pdf)\n", "x) -->\n")
+    files = {"worklog/img/ncu tiled.png": SCREENSHOT, "worklog/notes/wgmma.pdf": NOTES, "worklog/img/warps.svg": svg}
+    site = build_site(text, files=files, plugin={"sanitize": sanitize}, strict=False)
+    published = list(site.rglob("warps.svg"))
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    if sanitize:
+        assert published == [] and (site / "worklog/2025-12-19/img/ncu tiled.png").is_file()
+        assert warnings == ["worklog_gen: worklog/log.md:22: warning: 'img/warps.svg' is not published: with sanitize: true, a file "
+                            "a browser may run script in (an SVG, an XHTML or XML page) stays off the site"]
+    else:
+        assert [p.read_bytes() for p in published] == [svg] and warnings == []

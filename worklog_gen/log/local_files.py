@@ -22,6 +22,18 @@ from worklog_gen.log.shortcodes import Image
 PAGE_SUFFIXES = (".md", ".markdown", ".html", ".htm")
 """A link to one of these is to a page, not a file: MkDocs checks it as it checks every link."""
 
+ACTIVE_SUFFIXES = frozenset({".svg", ".svgz", ".html", ".htm", ".shtml", ".xhtml", ".xht", ".xml", ".xsl", ".xslt",
+                             ".mht", ".mhtml"})
+"""Files a browser opens as a document that may run script in the site's origin (an SVG with a
+``<script>``, an XHTML page), when a reader follows a link to one or opens an image by its address.
+With the plugin's ``sanitize`` option such a file is not published (an ``<img>`` of an SVG runs no
+script, but the file's own address would)."""
+
+
+def can_run_script(path: str) -> bool:
+    """Whether the file ``path`` is of a type in :data:`ACTIVE_SUFFIXES`."""
+    return posixpath.splitext(path)[1].lower() in ACTIVE_SUFFIXES
+
 
 def file_target(url: str, *, image: bool) -> str | None:
     """The path that ``url`` names in the log's folder, or ``None`` when it names none.

@@ -177,8 +177,10 @@ def generate(cfg: WorklogConfig, root: Path, *, site_name: str, site_url: str | 
         title=cfg.nav_title,
         root=root,
         worklog_dir=worklog_folder(cfg, root),
+        sanitize=cfg.sanitize,
     )
     pages = worklog_pages(worklog, ctx)
+    site.messages += [Message(Severity.WARNING, text) for text in dict.fromkeys(ctx.withheld)]
     extra: dict[str, bytes] = dict(ctx.files)  # the heatmap
     extra |= {dest: path.read_bytes() for dest, path in ctx.assets.items()}  # a post's images
     site.sections.append(Section(cfg.nav_title, nav_section(worklog, ctx), set(pages)))

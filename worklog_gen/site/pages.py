@@ -40,7 +40,7 @@ from worklog_gen.site.markup import (
     md_escape,
     shift_headings,
 )
-from worklog_gen.log.local_files import file_links
+from worklog_gen.log.local_files import can_run_script, file_links
 from worklog_gen.log.repair import code_span_ranges, track_fence
 from worklog_gen.log.shortcodes import Image, find_image, is_url, to_markdown
 from worklog_gen.site.old_links import OldSiteLinks
@@ -136,6 +136,10 @@ class SiteContext:
     assets: dict[str, Path] = field(default_factory=dict)
     """Files the pages show, found while writing them: docs path -> file (a post's images, and
     the files of the log's folder that entries show or link, :func:`publish_files`)."""
+    sanitize: bool = False
+    """The plugin's ``sanitize`` option: then a file that can run script is not published (:func:`_publish`)."""
+    withheld: list[str] = field(default_factory=list)
+    """A warning for each file :func:`_publish` did not publish because it can run script."""
     published: dict[str, dict[str, str | None]] = field(default_factory=dict)
     """Entry path -> url -> the docs path of the file that image or link names, published
     (:func:`publish_files`); ``None`` for a file not found or refused, linked as written."""
@@ -311,7 +315,7 @@ def publish_files(log: Worklog, ctx: SiteContext) -> None:
         for link, target, _ in file_links(images, links):
             if link.url in mine:
                 continue
-            dest, found = _publish(target, path, folder, ctx)
+            dest, found = _publish(target, path, folder, ctx, link.line)
             if dest is not None or found.refused or not target.startswith("/"):
                 mine[link.url] = dest
 
@@ -366,18 +370,25 @@ def _image_url(image: str, entry: Entry, page_src: str, ctx: SiteContext) -> str
     return None if dest is None else relative(dest, page_src)
 
 
-def _publish(target: str, path: str, folder: str, ctx: SiteContext) -> tuple[str | None, Image]:
-    """Publish the file that path ``target``, written in the log's file ``path``, names
+def _publish(target: str, path: str, folder: str, ctx: SiteContext, line: int = 0) -> tuple[str | None, Image]:
+    """Publish the file that path ``target``, written in the log's file ``path`` (at ``line`` when
+    known), names
     (:func:`worklog_gen.log.shortcodes.find_image`) in the docs folder ``folder`` (an entry's
     page folder) at that path (``/images/x.png`` of page ``<prefix>/<slug>.md`` goes to
     ``<prefix>/<slug>/images/x.png``, as in a Hugo page bundle), so two posts' images of one name
     never collide; a file of another source of the same folder and path goes one folder deeper,
-    under its source file's name. Recorded in ``ctx.assets``. Returns its docs path (``None``
-    when it is not published) and what looking for it found."""
+    under its source file's name. Recorded in ``ctx.assets``. With ``ctx.sanitize``, a file that can
+    run script (:func:`~worklog_gen.log.local_files.can_run_script`: an SVG, an XHTML page) is not
+    published, with a warning in ``ctx.withheld``. Returns its docs path (``None`` when it is not
+    published) and what looking for it found."""
     file = ctx.root / path if ctx.root else Path(path)
     found = find_image(target, file, ctx.worklog_dir or file.parent)
     if found.path is None:
         return None, found
+    if ctx.sanitize and can_run_script(found.path.name):
+        why = "with sanitize: true, a file a browser may run script in (an SVG, an XHTML or XML page) stays off the site"
+        ctx.withheld.append(f"{path}{f':{line}' if line else ''}: warning: {target!r} is not published: {why}")
+        return None, Image(refused=why)
     parts = [p for p in posixpath.normpath(target.lstrip("/")).split("/") if p not in ("..", ".")]
     dest = posixpath.join(folder, *parts)
     if ctx.assets.get(dest, found.path) != found.path:
