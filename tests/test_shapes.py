@@ -57,6 +57,19 @@ def test_progress_headings_may_put_the_day_first_and_a_weekday_before_the_date(h
     assert (entry.date, entry.title, entry.shape, entry.header) == (date, title, "progress", heading)
 
 
+@pytest.mark.parametrize("text, message", [
+    ("---\nyear: 2025\n---\n## Tuesday, 25 November\n", None),  # 25 November 2025 is a Tuesday
+    ("---\nyear: 2026\n---\n## Tuesday, 25 November\n", "the heading says Tuesday, but 25 November 2026 is a Wednesday; "
+     "read as 2026-11-25"),
+    ("## Tue 25 Nov 2026\n", "the heading says Tue, but 25 November 2026 is a Wednesday; read as 2026-11-25"),
+    ("## Thurs, Nov 26\n", "the heading says Thurs, but 26 November 2025 is a Wednesday (the year is a guess: set "
+     "`year:`); read as 2025-11-26"),
+])
+def test_a_heading_s_weekday_that_is_not_its_date_s_is_a_warning(text, message):
+    found = [d for d in parse(text + "\nProfiled the naive matmul.\n", "p.md", today=TODAY).diagnostics if d.code == "weekday"]
+    assert [(d.line, d.severity, d.message) for d in found] == ([(text.count("\n"), "warning", message)] if message else [])
+
+
 @pytest.mark.parametrize("heading", ["## 5 Mayday", "## November 2025", "## 3 things I learned", "## Wednesday"])
 def test_headings_that_name_no_day_are_not_progress_headings(heading):
     log = parse(f"{heading}\n\nText.\n", "p.md", today=TODAY)

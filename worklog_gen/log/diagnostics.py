@@ -57,6 +57,7 @@ class DiagnosticCode(str, enum.Enum):
                    "a countdown that disagrees with the target date (an error in `check`)")
     TARGETS = ("targets", Severity.WARNING, "two files that name different target dates")
     YEAR = ("year", Severity.WARNING, "progress-log headings without a year, and no `year` set")
+    WEEKDAY = ("weekday", Severity.WARNING, "a heading's weekday that is not its date's (`## Tuesday, 25 November` of 2026)")
     OUT_OF_ORDER = ("out-of-order", Severity.WARNING, "a day written before one it follows (`check` only)")
     ENCODING = ("encoding", Severity.WARNING, "bytes that are not UTF-8, decoded as another encoding")
     MOJIBAKE = ("mojibake", Severity.WARNING, "UTF-8 text once decoded as Windows-1252 (`Eï¬ƒcient`), repaired")

@@ -343,6 +343,14 @@ class Progress(HeaderShape):
                 dates.append(None)
                 diagnostics.append(Diagnostic(ctx.path, h.index + 1, f"invalid date {h.match['month'] or h.match['month_after']} {day} in {y}: "
                                               f"{exc}; the line is kept as text", DiagnosticCode.INVALID_DATE))
+                continue
+            named = h.match["weekday"]
+            if named and not calendar.day_name[dates[-1].weekday()].lower().startswith(named[:3].lower()):
+                diagnostics.append(Diagnostic(
+                    ctx.path, h.index + 1, f"the heading says {named}, but {dates[-1]:%d %B %Y} is a "
+                    f"{dates[-1]:%A}{' (the year is a guess: set `year:`)' if given is None and not h.match['year'] else ''}"
+                    f"; read as {dates[-1]}",
+                    DiagnosticCode.WEEKDAY))
         return dates, diagnostics
 
     def fill(self, entry, m, body_lines):
