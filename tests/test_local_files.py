@@ -153,3 +153,22 @@ def test_with_sanitize_a_file_that_can_run_script_is_not_published(build_site, c
                             "a browser may run script in (an SVG, an XHTML or XML page) stays off the site"]
     else:
         assert [p.read_bytes() for p in published] == [svg] and warnings == []
+
+
+def test_a_link_to_one_of_the_log_s_own_files_leads_to_its_page(build_site):
+    """A log of one file per day links its days by file name; the files are no pages of the site,
+    so each link leads to the page of the file's entry (or, for a file of many entries, the home)."""
+    files = {
+        "worklog/days/2025-12-08.md": b"Read the PTX ISA.\n\n## wgmma\n\nA warpgroup's matmul.\n",
+        "worklog/days/2025-12-09.md": b"---\ncountdown: 154\n---\nWent on from [yesterday](2025-12-08.md#wgmma) "
+                                      b"and [the plan](../plan.md).\n",
+        "worklog/plan.md": b"# The plan\n\nSoftmax, matmul, attention, MoE.\n\n12/10/25 (T - 153)\n\nx\n\n"
+                           b"12/11/25 (T - 152)\n\ny\n",
+    }
+    site = build_site(None, files=files)
+    day = site / "worklog" / "2025-12-09"
+    article = BeautifulSoup((day / "index.html").read_text(encoding="utf-8"), "html.parser").find("article")
+    hrefs = {a.get_text(): a["href"] for a in article.find_all("a")}
+    assert hrefs["yesterday"] == "../2025-12-08/#wgmma" and hrefs["the plan"] == "../"
+    reading = BeautifulSoup((site / "worklog/reading-list/index.html").read_text(encoding="utf-8"), "html.parser")
+    assert {a["href"] for a in reading.find("table").find_all("a") if a.get_text() == "yesterday"} == {"../2025-12-08/#wgmma"}

@@ -25,6 +25,7 @@ import html
 import json
 import posixpath
 import re
+from urllib.parse import unquote, urlsplit
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -307,7 +308,8 @@ def publish_files(log: Worklog, ctx: SiteContext) -> None:
     ``ctx.assets``. A file is looked for as a figure's image is
     (:func:`~worklog_gen.log.shortcodes.find_image`); one not found (but for a root-relative
     path, a link to the log's old site) or refused is recorded as ``None``: the parser has
-    warned, and the page links it as written."""
+    warned, and the page links it as written. A link to one of the log's own files leads to
+    that file's page (:func:`_link_log_files`)."""
     sources = [(e.path, e.images, e.links, ctx.layout.page(e.slug)) for e in log.entries]
     sources += [(f.path, f.preamble_images, f.preamble_links, ctx.layout.prefix) for f in log.files if not f.refused]
     for path, images, links, folder in sources:
@@ -318,6 +320,29 @@ def publish_files(log: Worklog, ctx: SiteContext) -> None:
             dest, found = _publish(target, path, folder, ctx, link.line)
             if dest is not None or found.refused or not target.startswith("/"):
                 mine[link.url] = dest
+    _link_log_files(log, [(path, links) for path, _, links, _ in sources], ctx)
+
+
+def _link_log_files(log: Worklog, sources: list[tuple[str, list[Link]]], ctx: SiteContext) -> None:
+    """Record in ``ctx.published`` where a link to one of the log's own files leads
+    (``[yesterday](2025-12-08.md)``, ``[the plan](../index.md#goals)``): the page of the file's
+    entry when it has one (a day's file, a post), else the worklog home (a whole log, a file of
+    preamble); its fragment kept. Such a file is no page of the site, so as written the link
+    would lead nowhere."""
+    pages: dict[Path, str] = {}
+    for f in log.files:
+        if f.file is not None and not f.refused:
+            shown = [e for e in f.entries if not e.draft]
+            pages[f.file.resolve()] = ctx.entry_page(shown[0]) if len(shown) == 1 else ctx.layout.home
+    for path, links in sources:
+        mine, here = ctx.published.setdefault(path, {}), (ctx.root / path if ctx.root else Path(path)).parent
+        for link in links:
+            parts = urlsplit(link.url)
+            if link.url in mine or parts.scheme or parts.netloc or not parts.path.lower().endswith((".md", ".markdown")):
+                continue
+            page = pages.get((here / unquote(parts.path)).resolve())
+            if page is not None:
+                mine[link.url] = page + (f"#{parts.fragment}" if parts.fragment else "")
 
 
 def _published_links(body: str, path: str, links: list[Link], src: str, ctx: SiteContext) -> tuple[str, list[Link]]:
