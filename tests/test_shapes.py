@@ -112,6 +112,69 @@ def test_dated_notes_start_only_at_a_date_alone_on_its_line():
     assert [d.code for d in log.diagnostics] == ["empty-entry"]  # 2025/01/20 has no text, and is kept
 
 
+@pytest.mark.parametrize("line, date", [
+    ("January 6, 2026", "2026-01-06"), ("Jan 6 2026", "2026-01-06"), ("6th of January, 2026", "2026-01-06"),
+    ("Tuesday, January 6, 2026", "2026-01-06"), ("**Tue 6 Jan 2026**", "2026-01-06"), ("### Jan. 6, 2026:", "2026-01-06"),
+    ("1/6/2026", "2026-01-06"), ("01-06-26", "2026-01-06"), ("2026-01-06:", "2026-01-06"), ("_2026/1/6_", "2026-01-06"),
+])
+def test_a_dated_note_s_date_may_name_its_month_or_put_its_year_last(line, date):
+    """Dated notes as people write them: the month's name, the year last, a weekday, emphasis."""
+    log = parse(f"Scratch notes.\n\n{line}\n- coalescing: 32 loads in few 128-byte lines\n\n2026-01-09\n- cp.async\n", "n.md")
+    assert [(e.date.isoformat(), e.header, e.shape) for e in log.entries] == [
+        (date, line, "dated-note"), ("2026-01-09", "2026-01-09", "dated-note")]
+    assert log.preamble == "Scratch notes.\n" and log.diagnostics == []
+
+
+def test_a_dated_note_s_numeric_date_is_read_in_the_log_s_month_day_order():
+    """``1/8/2026`` is 8 January month-first; a line such as ``13/01/2026`` makes the log day-first."""
+    text = "1/8/2026\nbank conflicts\n\n13/01/2026\ncp.async\n"
+    assert [e.date for e in parse(text, "n.md").entries] == [dt.date(2026, 1, 13), dt.date(2026, 8, 1)]
+    assert [e.date for e in parse(text, "n.md", date_order="mdy").entries] == [dt.date(2026, 1, 8)]
+
+
+def test_a_dated_note_s_weekday_that_is_not_its_date_s_is_a_warning():
+    log = parse("Mon, January 6, 2026\nwgmma.\n", "n.md")
+    assert [(d.line, d.code, d.message) for d in log.diagnostics] == [
+        (1, "weekday", "the date line says Mon, but 06 January 2026 is a Tuesday; read as 2026-01-06")]
+
+
+@pytest.mark.parametrize("line, hint", [
+    ("Jan 7", "a date line starts an entry when it holds the date with its year"),
+    ("**7/1**", "a date line starts an entry when it holds the date with its year"),
+    ("- January 7, 26:", "a date line starts an entry when it holds the date with its year"),
+])
+def test_a_line_of_only_a_date_without_its_year_is_text_with_a_warning(line, hint):
+    """A dated note's header needs its year; a line of only a day is read as text, and said so."""
+    text = f"Notes.\n{line}\n\n2026-01-06\nwgmma.\n{line}\n```\n{line}\n```\nsee Jan 7 and 7/1\n"
+    log = parse(text, "n.md")
+    (entry,) = log.entries
+    assert log.preamble == f"Notes.\n{line}\n" and entry.body == f"wgmma.\n{line}\n```\n{line}\n```\nsee Jan 7 and 7/1\n"
+    near = [(d.line, d.code) for d in log.diagnostics]
+    assert near == [(2, "not-a-header"), (6, "not-a-header")]
+    assert "text of the preamble" in log.diagnostics[0].message and hint in log.diagnostics[0].message
+    assert "text of the entry of 2026-01-06 (line 4)" in log.diagnostics[1].message
+
+
+def test_a_date_line_in_a_progress_log_is_text_with_a_warning():
+    """A file is read in one shape: a date line among progress headings is not an entry, and says so."""
+    log = parse("---\nyear: 2025\n---\n## November 24 - Day 25\nx\n\nNovember 25, 2025\ny\n", "p.md")
+    assert [e.date for e in log.entries] == [dt.date(2025, 11, 24)] and log.entries[0].body == "x\n\nNovember 25, 2025\ny\n"
+    (d,) = log.diagnostics
+    assert (d.line, d.code) == (7, "not-a-header")
+    assert ("it is a date line, which starts an entry of dated notes, but this file's entries start with progress-log "
+            "headers (`## November 24 - Day 25 of ML Systems`)") in d.message
+
+
+def test_a_post_s_date_line_is_its_text():
+    """A file whose front matter gives its date is one entry, even with a line of only a date (a
+    post signed with its day): before, that line made it dated notes, and the post's title was lost."""
+    text = "---\ntitle: Warp shuffles\ndate: 2025-01-05\n---\nA tree of shuffles.\n\nJanuary 8, 2025\n\nUpdate: 1.3x.\n"
+    log = parse(text, "posts/shuffles.md")
+    (entry,) = log.entries
+    assert (entry.date, entry.shape, entry.title) == (dt.date(2025, 1, 5), "post", "Warp shuffles")
+    assert entry.body == "A tree of shuffles.\n\nJanuary 8, 2025\n\nUpdate: 1.3x.\n" and log.diagnostics == []
+
+
 def test_a_date_that_does_not_exist_stays_text_with_an_error():
     log = parse("2025-01-13\na\n2025-02-30\nb\n", "n.md")
     assert [e.date.isoformat() for e in log.entries] == ["2025-01-13"]

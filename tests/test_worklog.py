@@ -202,9 +202,20 @@ def test_header_forms(header, date, countdown):
     assert (entry.date, entry.countdown, entry.header, entry.line) == (date, countdown, header, 1)
 
 
-@pytest.mark.parametrize("line", ["T - X Days", "12/09/25", "Mail scheduled for 12/15/25 (T - 2) at 8AM", "12/09/25 (154)"])
+@pytest.mark.parametrize("line", ["T - X Days", "Mail scheduled for 12/15/25 (T - 2) at 8AM", "12/09/25 (154)"])
 def test_not_headers(line):
     assert parse(f"{line}\n").entries == []
+
+
+def test_a_date_without_its_countdown_is_no_t_minus_header():
+    """``12/09/25`` alone is a dated note's header in a file of dated notes (tests/test_shapes.py),
+    and text with a warning in a T-minus log."""
+    log = parse("12/08/25 (T - 155)\nRead the PTX ISA.\n12/09/25\nwgmma.\n", "log.md")
+    (entry,) = log.entries
+    assert entry.body == "Read the PTX ISA.\n12/09/25\nwgmma.\n"
+    (near,) = log.diagnostics
+    assert (near.code, near.line) == ("not-a-header", 3)
+    assert "this file's entries start with T-minus headers (`12/09/25 (T - 154)`)" in near.message
 
 
 def test_day_first_inferred_and_forced():
@@ -507,6 +518,10 @@ def test_append_entry_in_a_folder_uses_the_newest_file(tmp_path):
     ("## NOV 05 - day 9", dt.date(2026, 1, 2), "## JAN 02 - day 10"),
     ("2025-01-20", dt.date(2025, 2, 3), "2025-02-03"),
     ("## 2025.1.20", dt.date(2025, 2, 3), "## 2025.2.3"),
+    ("January 20, 2025", dt.date(2025, 2, 3), "February 3, 2025"),
+    ("**Mon, 20th Jan 2025:**", dt.date(2025, 2, 4), "**Tue, 4th Feb 2025:**"),
+    ("20/01/2025", dt.date(2025, 2, 3), "03/02/2025"),  # day-first: 20 is no month
+    ("1/20/25", dt.date(2025, 2, 3), "2/3/25"),
 ])
 def test_append_entry_writes_the_next_progress_heading_or_date_line_as_the_last_is_written(tmp_path, last, day, header):
     """``new`` in a progress log or dated notes: no target date needed, the next ``Day N``."""

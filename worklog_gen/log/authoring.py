@@ -110,7 +110,7 @@ def _append(path: Path, date: dt.date, date_order: DateOrder) -> tuple[Path, str
     in_file = [e for f in log.files if f.path == str(file) for e in f.entries if e.header]
     shape = next((s for s in SHAPES if in_file and s.name == in_file[-1].shape), None)
     if shape is not None and shape is not SHAPES[0]:  # a progress heading or a date line, after the file's last
-        header = shape.next_header(in_file[-1].header, date)
+        header = shape.next_header(in_file[-1].header, date, log.date_order)
     else:
         if log.target_date is None:
             raise ValueError(f"{path}: no target date known: no entry has a countdown")

@@ -71,7 +71,8 @@ class DiagnosticCode(str, enum.Enum):
                     "a file that is not text, too large or too deeply nested to read, or whose front matter holds a "
                     "YAML alias, refused")
     NOT_A_HEADER = ("not-a-header", Severity.WARNING,
-                    "a line that starts like an entry header (`Tue 12/09/25 (T - 154)`) but is not one, read as text")
+                    "a line that starts like an entry header (`Tue 12/09/25 (T - 154)`), or holds only a date, but is "
+                    "not a header of its file (`Jan 7` without its year, `2025-01-20` in a T-minus log), read as text")
     UNSAFE_LINK = ("unsafe-link", Severity.WARNING,
                    "a link that runs script (`javascript:`, in any spelling), dropped from the page")
     # info: notes about style and habits

@@ -63,7 +63,9 @@ from worklog_gen.log.front_matter import (
     read_front_matter,
 )
 from worklog_gen.log.shapes import (
+    DATE_LINE_RE,
     HEADER_RE,
+    NEAR_DATE_RE,
     NEAR_HEADER_RE,
     SHAPES,
     DateContext,
@@ -95,16 +97,24 @@ class _Prepared:
     """The file's header shape (:func:`~worklog_gen.log.shapes.shape_of`); ``None``: one entry, or none."""
     headers: list[Header]
     diagnostics: list[Diagnostic]
+    front_matter: dict
 
 
 def _prepare(text: str, path: str) -> _Prepared:
+    """The file's lines repaired, its front matter read, and its shape and header lines found. A
+    file whose front matter gives its ``date:`` (a post) is one entry even where a line of it
+    holds only a date (a dated note's header): such a line is its text."""
     text, diagnostics = repair.normalize_line_ends(text, path)
     lines = text.split("\n")
     diagnostics += repair.fix_encoding_lines(lines, path)
     fm = front_matter_span(lines)
+    front_matter, more = read_front_matter(lines, fm, path)
+    diagnostics += more
     shape, headers = shape_of(lines, fm[0])
+    if shape is SHAPES[2] and "date" in front_matter:
+        shape, headers = None, []
     diagnostics += repair.fix_link_lines(lines, path, start=fm[0], boundaries=[h.index for h in headers])
-    return _Prepared(path, lines, fm, shape, headers, diagnostics)
+    return _Prepared(path, lines, fm, shape, headers, diagnostics, front_matter)
 
 
 def _build(p: _Prepared, order: Literal["mdy", "dmy"], year: int | None = None,
@@ -112,12 +122,10 @@ def _build(p: _Prepared, order: Literal["mdy", "dmy"], year: int | None = None,
     """Entries of one prepared file (dates read by its shape: T-minus dates with ``order``, a
     progress log's years from ``year`` or ``today``), before their links, tasks and words."""
     lines, fm_end = p.lines, p.fm[0]
-    diagnostics = list(p.diagnostics)
-    fm, fm_diags = read_front_matter(lines, p.fm, p.path)
-    diagnostics += fm_diags
+    diagnostics, fm = list(p.diagnostics), p.front_matter
     src = SourceFile(path=p.path, front_matter_text="\n".join(lines[:fm_end]), front_matter_lines=fm_end,
                      front_matter=fm, line_count=len(lines))
-    if any(d.code is DiagnosticCode.FILE_REFUSED for d in fm_diags):  # a YAML alias: the file is left out
+    if any(d.code is DiagnosticCode.FILE_REFUSED for d in p.diagnostics):  # a YAML alias: the file is left out
         src.refused = True
         src.preamble, src.preamble_lines = "\n".join(lines[fm_end:]), len(lines) - fm_end
         return src, diagnostics
@@ -143,31 +151,51 @@ def _build(p: _Prepared, order: Literal["mdy", "dmy"], year: int | None = None,
 
 
 def _near_headers(p: _Prepared, src: SourceFile) -> list[Diagnostic]:
-    """A warning for each line outside fenced code that starts like a T-minus header but is not one
-    (:data:`~worklog_gen.log.shapes.NEAR_HEADER_RE`: ``Tue 12/09/25 (T - 154)``), naming what it is
-    read as: text of the entry above it, or of the preamble."""
+    """A warning for each line outside fenced code that looks like an entry header but is not one
+    of its file's, naming what it is read as (text of the entry above it, or of the preamble) and
+    how a header of the file is written: a line that starts like a T-minus header
+    (:data:`~worklog_gen.log.shapes.NEAR_HEADER_RE`: ``Tue 12/09/25 (T - 154)``), or one that holds
+    only a date (:data:`~worklog_gen.log.shapes.NEAR_DATE_RE`: ``Jan 7`` without its year, or a date
+    line in a T-minus or progress log)."""
     heads = {h.index for h in p.headers}
-    near = [i for i in range(p.fm[0], len(p.lines)) if "(" in p.lines[i] and i not in heads
-            and NEAR_HEADER_RE.match(p.lines[i]) and not HEADER_RE.match(p.lines[i])]
+    near = []
+    for i in range(p.fm[0], len(p.lines)):
+        line = p.lines[i]
+        if i in heads:
+            continue
+        if "(" in line and NEAR_HEADER_RE.match(line) and not HEADER_RE.match(line):
+            near.append((i, "a header starts its line with the date and the countdown (`12/09/25 (T - 154)`), "
+                            "and may go on with a title"))
+        elif NEAR_DATE_RE.match(line):
+            near.append((i, _date_hint(p.shape, line)))
     if not near:
         return []
     in_code, fence = set(), None
-    for i in range(p.fm[0], near[-1] + 1):
+    for i in range(p.fm[0], near[-1][0] + 1):
         fence, marker = repair.track_fence(p.lines[i], fence)
         if marker or fence is not None:
             in_code.add(i)
     out, starts = [], [e.line for e in src.entries]
-    for i in near:
+    for i, hint in near:
         if i in in_code:
             continue
         k = bisect.bisect_right(starts, i + 1) - 1  # the last entry whose header is above the line
         owner = src.entries[k] if k >= 0 else None
         where = f"the entry of {owner.date} (line {owner.line})" if owner else "the preamble"
         out.append(Diagnostic(p.path, i + 1, f"“{p.lines[i].strip()[:60]}” looks like an entry header but is not "
-                              f"one, so it is read as text of {where}: a header starts its line with the date and "
-                              "the countdown (`12/09/25 (T - 154)`), and may go on with a title",
-                              DiagnosticCode.NOT_A_HEADER))
+                              f"one, so it is read as text of {where}: {hint}", DiagnosticCode.NOT_A_HEADER))
     return out
+
+
+def _date_hint(shape: HeaderShape | None, line: str) -> str:
+    """How a line holding only a date (``line``) would start an entry of a file of ``shape``."""
+    if shape is SHAPES[2]:
+        return ("a date line starts an entry when it holds the date with its year, alone "
+                "(`2025-01-20`, `1/20/2025`, `January 20, 2025`)")
+    other = "it is a date line, which starts an entry of dated notes, but " if DATE_LINE_RE.match(line) else ""
+    kind = {"t-minus": "T-minus", "progress": "progress-log"}.get(shape.name, shape.name)
+    return (f"{other}this file's entries start with {kind} headers (`{shape.example}`)"
+            f"{'; keep dated notes in a file of their own' if other else ''}")
 
 
 def _whole_file(p: _Prepared, src: SourceFile, fm: dict, order: Literal["mdy", "dmy"],
@@ -408,7 +436,7 @@ def _parse_texts(
     headings (see :func:`load`)."""
     with _no_cycle_collection():
         prepared = [_prepare(text, path) for path, text in texts]
-        order, diagnostics = infer_date_order(((p.path, h.index, h.match) for p in prepared if p.shape is SHAPES[0]
+        order, diagnostics = infer_date_order(((p.path, h.index, h.match) for p in prepared if p.shape and p.shape.numeric
                                               for h in p.headers), date_order)
         diagnostics += extra or []
         sources = []

@@ -12,7 +12,7 @@ The date fields may be separated by ``/``, ``.`` or ``-``; a two-digit year mean
 ``target_date = date + countdown``.
 
 **Month/day order** (``date_order="auto"``) is inferred from all header lines read
-together: a first field above 12 anywhere means day-first, a second field above 12
+together, the T-minus headers and the numeric date lines of dated notes (``1/20/2025``): a first field above 12 anywhere means day-first, a second field above 12
 means month-first, both is an error diagnostic (then month-first); with no evidence,
 month-first.
 """
@@ -132,6 +132,12 @@ def header_date(m: re.Match, order: Literal["mdy", "dmy"]) -> dt.date:
     return dt.date(year, month, day)
 
 
+def describe_date(m: re.Match, order: Literal["mdy", "dmy"]) -> str:
+    """A numeric date as written, with how it is read, for a message: ``02/30/2025 (month-first)``."""
+    words = "ISO" if m["iy"] else {"mdy": "month-first", "dmy": "day-first"}.get(order) if m["f1"] else None
+    return f"{m['date']} ({words})" if words else m["date"]
+
+
 def header_countdown(m: re.Match) -> int:
     """The countdown of a :data:`HEADER_RE` match; negative for ``T + n``."""
     n = int(m["n"])
@@ -145,7 +151,8 @@ def infer_date_order(
     """Month/day order for ``header_lines`` (see the module docstring).
 
     ``header_lines`` holds ``(path, line_index, match)`` per header-shaped line, in
-    file and line order: ``line_index`` is 0-based, ``match`` a :data:`HEADER_RE` match.
+    file and line order: ``line_index`` is 0-based, ``match`` a :data:`HEADER_RE` or
+    :data:`DATE_LINE_RE` match (only its numeric ``f1/f2/year`` dates count).
     ``date_order`` ``"mdy"`` or ``"dmy"`` is returned as given. Returns the order and,
     when the lines contradict each other, an error diagnostic at the first line that
     disagrees with an earlier one.
@@ -159,7 +166,7 @@ def infer_date_order(
         raise ValueError(f"date_order must be 'auto', 'mdy' or 'dmy', not {date_order!r}")
     first: dict[str, tuple[str, int, str]] = {}
     for path, i, m in header_lines:
-        if m["iy"]:
+        if not m["f1"]:  # year first, or the month's name: no question of order
             continue
         a, b = int(m["f1"]), int(m["f2"])
         kind = "dmy" if a > 12 >= b else "mdy" if b > 12 >= a else None
@@ -183,9 +190,12 @@ _MONTH_NAME = parserinfo()
 
 _MONTHS = (r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
            r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?")
+_WEEKDAY = r"(?P<weekday>(?:mon|tue|wed|thu|fri|sat|sun)[a-z]{0,6})\.?,?[ \t]+"
+"""A weekday before a date, whole or cut (``Monday``, ``Mon.``, ``Tues``), with a comma or not."""
+
 PROGRESS_RE = re.compile(
     r"^[ ]{0,3}\#{1,6}[ \t]+"
-    r"(?:(?P<weekday>(?:mon|tue|wed|thu|fri|sat|sun)[a-z]{0,6})\.?,?[ \t]+)?"
+    rf"(?:{_WEEKDAY})?"
     rf"(?:(?P<month>{_MONTHS})\.?[ \t]+(?P<day>\d{{1,2}})(?:st|nd|rd|th)?(?![\d:])"
     rf"|(?P<day_first>\d{{1,2}})(?:st|nd|rd|th)?[ \t]+(?:of[ \t]+)?(?P<month_after>{_MONTHS})\.?(?![a-z]))"
     r"(?:,?[ \t]+(?P<year>\d{4})(?!\d))?"
@@ -198,11 +208,34 @@ with a year, after a weekday if any: ``## November 24``, ``## Nov 24``, ``## 24 
 follows the date (its title)."""
 
 DATE_LINE_RE = re.compile(
-    r"^[ ]{0,3}(?:\#{1,6}[ \t]+)?(?P<date>(?P<y>\d{4})(?P<sep>[-./])(?P<m>\d{1,2})(?P=sep)(?P<d>\d{1,2}))"
-    r"[ \t]*(?:\#+[ \t]*)?$"
+    r"^[ ]{0,3}(?:\#{1,6}[ \t]+)?(?P<em>\*\*|__|\*|_)?"
+    rf"(?:{_WEEKDAY})?"
+    r"(?P<date>(?P<iy>\d{4})(?P<ysep>[-./])(?P<im>\d{1,2})(?P=ysep)(?P<id>\d{1,2})"
+    r"|(?P<f1>\d{1,2})(?P<dsep>[/.\-])(?P<f2>\d{1,2})(?P=dsep)(?P<year>\d{4}|\d{2})"
+    rf"|(?:(?P<month>{_MONTHS})\.?[ \t]+(?P<day>\d{{1,2}})(?:st|nd|rd|th)?"
+    rf"|(?P<day_first>\d{{1,2}})(?:st|nd|rd|th)?[ \t]+(?:of[ \t]+)?(?P<month_after>{_MONTHS})\.?)"
+    r",?[ \t]+(?P<spelt_year>\d{4}))"
+    r":?(?(em)(?P=em))[ \t]*:?[ \t]*(?:\#+[ \t]*)?$",
+    re.IGNORECASE,
 )
-"""A year-first date alone on its line, or as a heading: ``2025.01.13``, ``2025-01-20``,
-``2025/01/20``, ``## 2025-01-20``. A date inside a sentence never matches."""
+"""A date with its year, alone on its line (a colon after it, emphasis around it, a heading
+marker or a weekday before it allowed): year first (``2025-01-20``, ``2025.01.13``,
+``2025/01/20``), numeric with the year last (``1/20/2025``, ``20.01.25``: month/day order as the
+T-minus headers', :func:`infer_date_order`), or with the month's name (``January 20, 2025``,
+``20th Jan 2025``, ``Mon, Jan 20 2025``, ``**2025-01-20**``, ``## 2025-01-20``). A date inside a
+sentence never matches."""
+
+NEAR_DATE_RE = re.compile(
+    r"^[ \t>#*_+\-]*(?:\d{1,9}[.)][ \t]+)?"
+    rf"(?:{_WEEKDAY})?"
+    rf"(?:\d{{1,2}}/\d{{1,2}}|\d{{1,4}}[/.\-]\d{{1,2}}[/.\-]\d{{1,4}}|(?:{_MONTHS})\.?[ \t]+\d{{1,2}}(?:st|nd|rd|th)?(?:,?[ \t]+\d{{1,4}})?"
+    rf"|\d{{1,2}}(?:st|nd|rd|th)?[ \t]+(?:of[ \t]+)?(?:{_MONTHS})\.?(?:,?[ \t]+\d{{1,4}})?)"
+    r"[ \t*_:.]*$",
+    re.IGNORECASE,
+)
+"""A line that holds only a date, or what looks like one, that is no entry header of its file: a
+day without its year (``Jan 7``, ``7/1``, ``Jan 7, 26``), or a date line (:data:`DATE_LINE_RE`) in a file
+whose headers have another shape (a T-minus log, a progress log)."""
 
 DAY_NUMBER_RE = re.compile(r"\bday[ \t]+(?P<n>\d{1,5})\b", re.IGNORECASE)
 """The count-up counter of a progress log, ``Day 25 of ML Systems``."""
@@ -241,6 +274,9 @@ class HeaderShape:
     yields: str
     in_fences = False
     """Whether a header line inside a fenced code block still starts an entry."""
+    numeric = False
+    """Whether its headers may write a date as ``f1/f2/year``, read in the log's month/day order
+    (:func:`infer_date_order`, over the headers of every file of such a shape)."""
 
     def find(self, lines: list[str], start: int) -> list[Header]:
         """The header lines of ``lines[start:]`` (outside fenced code blocks unless :attr:`in_fences`)."""
@@ -282,9 +318,10 @@ class HeaderShape:
         """Diagnostics about the file's entries that only this shape has."""
         return []
 
-    def next_header(self, header: str, date: dt.date) -> str:
+    def next_header(self, header: str, date: dt.date, order: Literal["mdy", "dmy"] = "mdy") -> str:
         """The header of a new entry for ``date``, written as ``header`` (the file's last) is:
-        the same line with its date's parts replaced, each spelt as there."""
+        the same line with its date's parts replaced, each spelt as there (a numeric date's
+        month and day in the log's ``order``)."""
         raise NotImplementedError
 
 
@@ -292,6 +329,7 @@ class TMinus(HeaderShape):
     name, pattern = "t-minus", HEADER_RE
     example, yields = "12/09/25 (T - 154)", "date and countdown (days to the target date)"
     in_fences = True  # a T-minus header always starts an entry: an entry never runs past the next one
+    numeric = True
 
     def date(self, m, ctx):
         """The header's date; ValueError also when its countdown gives a target date outside
@@ -306,8 +344,7 @@ class TMinus(HeaderShape):
         return date
 
     def describe(self, m, ctx):
-        words = "ISO" if m["iy"] else {"mdy": "month-first", "dmy": "day-first"}[ctx.order]
-        return f"{m['date']} ({words})"
+        return describe_date(m, ctx.order)
 
     def fill(self, entry, m, body_lines):
         entry.countdown = header_countdown(m)
@@ -344,13 +381,7 @@ class Progress(HeaderShape):
                 diagnostics.append(Diagnostic(ctx.path, h.index + 1, f"invalid date {h.match['month'] or h.match['month_after']} {day} in {y}: "
                                               f"{exc}; the line is kept as text", DiagnosticCode.INVALID_DATE))
                 continue
-            named = h.match["weekday"]
-            if named and not calendar.day_name[dates[-1].weekday()].lower().startswith(named[:3].lower()):
-                diagnostics.append(Diagnostic(
-                    ctx.path, h.index + 1, f"the heading says {named}, but {dates[-1]:%d %B %Y} is a "
-                    f"{dates[-1]:%A}{' (the year is a guess: set `year:`)' if given is None and not h.match['year'] else ''}"
-                    f"; read as {dates[-1]}",
-                    DiagnosticCode.WEEKDAY))
+            diagnostics += _weekday(ctx.path, h, dates[-1], "heading", guessed=given is None and not h.match["year"])
         return dates, diagnostics
 
     def fill(self, entry, m, body_lines):
@@ -377,7 +408,7 @@ class Progress(HeaderShape):
         return out
 
 
-    def next_header(self, header, date):
+    def next_header(self, header, date, order="mdy"):
         """``## November 25 - Day 26 of ML Systems`` after ``## November 24 - Day 25 of ML Systems``:
         the weekday, month and day (in their order, spelling and ordinal suffix) and the year,
         where the last heading has them; of its title, only a ``Day N`` counter (one more) and
@@ -390,16 +421,32 @@ class Progress(HeaderShape):
         counter = re.match(r"(?P<lead>[^\n]*?\bday[ \t]+)(?P<n>\d{1,5})(?P<of>[ \t]+of[ \t]+[^:;|\u2013\u2014]*)?",
                            m["rest"] or "", re.IGNORECASE)
         parts["rest"] = f"{counter['lead']}{int(counter['n']) + 1}{(counter['of'] or '').rstrip()}" if counter else ""
-        line = header
-        for group in sorted((g for g, v in parts.items() if v is not None), key=m.start, reverse=True):
-            start, end = m.span(group)
-            if start < 0:
-                continue
-            new = parts[group]
-            if group == day and (suffix := re.match(r"st|nd|rd|th", line[end:end + 2], re.IGNORECASE)):
-                new, end = new + _ordinal(date.day, suffix[0]), end + 2
-            line = line[:start] + new + line[end:]
-        return line
+        return _replace(header, m, parts, day, date.day)
+
+
+def _weekday(path: str, h: Header, date: dt.date, noun: str, *, guessed: bool = False) -> list[Diagnostic]:
+    """A ``weekday`` warning when the weekday ``h`` (a ``noun``: heading, date line) names (its
+    ``weekday`` group) is not ``date``'s; ``guessed``: the year was not written, and the message says so."""
+    named = h.match["weekday"]
+    if not named or calendar.day_name[date.weekday()].lower().startswith(named[:3].lower()):
+        return []
+    return [Diagnostic(path, h.index + 1, f"the {noun} says {named}, but {date:%d %B %Y} is a {date:%A}"
+                       f"{' (the year is a guess: set `year:`)' if guessed else ''}; read as {date}",
+                       DiagnosticCode.WEEKDAY)]
+
+
+def _replace(line: str, m: re.Match, parts: dict[str, str | None], day_group: str, day: int) -> str:
+    """``line`` (the text ``m`` matched) with each group of ``parts`` that matched replaced by its
+    value, right to left; an ordinal suffix after ``day_group`` (``24th``) becomes ``day``'s."""
+    for group in sorted((g for g, v in parts.items() if v is not None), key=m.start, reverse=True):
+        start, end = m.span(group)
+        if start < 0:
+            continue
+        new = parts[group]
+        if group == day_group and (suffix := re.match(r"st|nd|rd|th", line[end:end + 2], re.IGNORECASE)):
+            new, end = new + _ordinal(day, suffix[0]), end + 2
+        line = line[:start] + new + line[end:]
+    return line
 
 
 def _spelt(written: str, name: str) -> str:
@@ -427,21 +474,51 @@ def _ordinal(day: int, written: str) -> str:
 
 class DatedNote(HeaderShape):
     name, pattern = "dated-note", DATE_LINE_RE
-    example, yields = "2025-01-20", "date (year first, `-`, `.` or `/`), alone on its line"
+    numeric = True
+    example = "2025-01-20"
+    yields = "date (with its year: `2025-01-20`, `1/20/2025`, `January 20, 2025`), alone on its line"
 
     def date(self, m, ctx):
-        return dt.date(int(m["y"]), int(m["m"]), int(m["d"]))
+        if m["spelt_year"]:
+            month, day, _ = progress_month_day(m)
+            return dt.date(int(m["spelt_year"]), month, day)
+        return header_date(m, ctx.order)
 
-    def next_header(self, header, date):
-        """``2025-01-21`` after ``2025-01-20``, ``## 2025.1.21`` after ``## 2025.1.20``: month and day
-        zero-padded when the last header's are (both of two digits, or one with a leading zero)."""
+    def describe(self, m, ctx):
+        return describe_date(m, ctx.order)
+
+    def read_dates(self, headers, ctx):
+        dates, diagnostics = super().read_dates(headers, ctx)
+        for h, date in zip(headers, dates):
+            if date is not None:
+                diagnostics += _weekday(ctx.path, h, date, "date line")
+        return dates, diagnostics
+
+    def next_header(self, header, date, order="mdy"):
+        """The next date line, written as ``header`` (the file's last) is: ``2025-01-21`` after
+        ``2025-01-20``, ``## 2025.1.21`` after ``## 2025.1.20``, ``1/21/2025`` after ``1/20/2025``
+        (in the log's month/day ``order``), ``**Tuesday, January 21, 2025**`` after
+        ``**Monday, January 20, 2025**``. Numeric months and days are zero-padded when the last
+        header's are (both of two digits, or one with a leading zero)."""
         m = self.pattern.match(header)
-        pad = "0" in (m["m"][0], m["d"][0]) or (len(m["m"]) == 2 and len(m["d"]) == 2)
-        line = header
-        for group, value in (("d", date.day), ("m", date.month), ("y", date.year)):  # right to left
-            start, end = m.span(group)
-            line = line[:start] + (f"{value:02d}" if pad and group != "y" else str(value)) + line[end:]
-        return line
+        parts: dict[str, str | None] = {
+            "weekday": _spelt(m["weekday"], calendar.day_name[date.weekday()]) if m["weekday"] else None}
+        if m["spelt_year"]:
+            month, day = ("month", "day") if m["month"] else ("month_after", "day_first")
+            parts |= {month: _spelt(m[month], calendar.month_name[date.month]), day: _number(m[day], date.day),
+                      "spelt_year": str(date.year)}
+            return _replace(header, m, parts, day, date.day)
+        if m["iy"]:
+            fields = {"iy": None, "im": date.month, "id": date.day}
+            parts["iy"] = str(date.year)
+        else:
+            month, day = ("f1", "f2") if order == "mdy" else ("f2", "f1")
+            fields = {month: date.month, day: date.day}
+            parts["year"] = str(date.year) if len(m["year"]) == 4 else f"{date.year % 100:02d}"
+        written = [m[g] for g in fields]
+        pad = any(w[0] == "0" for w in written) or all(len(w) == 2 for w in written)
+        parts |= {g: (f"{v:02d}" if pad else str(v)) for g, v in fields.items() if v is not None}
+        return _replace(header, m, parts, "", date.day)
 
 
 SHAPES: tuple[HeaderShape, ...] = (TMinus(), Progress(), DatedNote())
@@ -456,9 +533,14 @@ WHOLE_FILE = (("post", "---\ntitle: ...\ndate: 2025-01-05\n---",
 
 def shape_of(lines: list[str], start: int) -> tuple[HeaderShape | None, list[Header]]:
     """The first shape of :data:`SHAPES` with a header line in ``lines[start:]``, and its header
-    lines; ``(None, [])`` when none has one (the file is one entry, or none)."""
+    lines; ``(None, [])`` when none has one (the file is one entry, or none). A file whose progress
+    headings are each a date with its year and nothing more (``## Jan 6, 2026``) is dated notes
+    when it has date lines besides them (``2026-01-09``)."""
     for shape in SHAPES:
         if found := shape.find(lines, start):
+            if shape is SHAPES[1] and len(dated := SHAPES[2].find(lines, start)) > len(found) \
+                    and {h.index for h in found} <= {h.index for h in dated}:
+                return SHAPES[2], dated
             return shape, found
     return None, []
 
