@@ -62,7 +62,8 @@ class DiagnosticCode(str, enum.Enum):
     ENCODING = ("encoding", Severity.WARNING, "bytes that are not UTF-8, decoded as another encoding")
     MOJIBAKE = ("mojibake", Severity.WARNING, "UTF-8 text once decoded as Windows-1252 (`Eï¬ƒcient`), repaired")
     BACKWARDS_LINK = ("backwards-link", Severity.WARNING, "a link written `[url](title)`, repaired")
-    SHORTCODE = ("shortcode", Severity.WARNING, "a Hugo shortcode this tool does not know, left as text")
+    SHORTCODE = ("shortcode", Severity.WARNING,
+                 "a Hugo shortcode or Jekyll Liquid (`{% twitter %}`) this tool does not know, left as text")
     MISSING_IMAGE = ("missing-image", Severity.WARNING, "a figure or image whose file is not found")
     MISSING_FILE = ("missing-file", Severity.WARNING, "a link to a file (`[notes](notes.pdf)`) that is not found")
     UNSAFE_PATH = ("unsafe-path", Severity.WARNING,

@@ -134,7 +134,8 @@ def per_file_date(
     lines: list[str], span: Span, path: str, fm: dict, order: str
 ) -> tuple[dt.date | None, int | None, list[Diagnostic]]:
     """Date and countdown of a one-entry file without header lines: the front matter's
-    ``date`` (``fm``, read from ``span`` of ``lines``), else an ISO date starting the
+    ``date`` (``fm``, read from ``span`` of ``lines``; of a mapping, as Material's blog writes
+    ``date: {created: 2025-02-01, updated: 2025-02-03}``, its ``created``), else an ISO date starting the
     file name of ``path``; the countdown from ``countdown``. ``None`` date if neither
     gives one. Bad values are errors naming their line. Never raises on content.
     """
@@ -142,20 +143,26 @@ def per_file_date(
     date = None
     if "date" in fm:
         value = fm["date"]
+        if isinstance(value, dict) and "created" in value:  # Material's blog: date: {created: ..., updated: ...}
+            value = value["created"]
         if isinstance(value, dt.datetime):
             date = value.date()
         elif isinstance(value, dt.date):
             date = value
         else:
             try:
-                date = dateparser.isoparse(str(value)).date()
-            except ValueError:
+                if isinstance(value, (dict, list)):
+                    raise ValueError("not a scalar")
                 try:
+                    date = dateparser.isoparse(str(value)).date()
+                except ValueError:
                     date = dateparser.parse(str(value), dayfirst=order == "dmy").date()
-                except (ValueError, OverflowError):
-                    line = _key_line(lines, span[1], span[2], "date") or max(span[1], 1)
-                    msg = f"front matter date {value!r} is not a date"
-                    diagnostics.append(Diagnostic(path, line, msg, DiagnosticCode.INVALID_DATE))
+            except (ValueError, OverflowError):
+                line = _key_line(lines, span[1], span[2], "date") or max(span[1], 1)
+                msg = (f"front matter date {value!r} is not a date" if not isinstance(value, dict) else
+                       "front matter date is a mapping without `created` (Material's blog writes "
+                       "`date: {created: 2025-02-01}`), not a date")
+                diagnostics.append(Diagnostic(path, line, msg, DiagnosticCode.INVALID_DATE))
     if date is None:
         m = _ISO_STEM.match(Path(path).name)
         if m:
@@ -205,3 +212,18 @@ def front_matter_target(fm: dict, fm_text: str, path: str) -> tuple[dt.date | No
             msg = f"front matter {key} {value!r} is not a date (YYYY-MM-DD)"
             diagnostics.append(Diagnostic(path, line, msg, DiagnosticCode.FRONT_MATTER))
     return None, diagnostics
+
+
+_TITLE_HEADING = re.compile(r"^[ ]{0,3}#[ \t]+(?P<title>.*?)(?:[ \t]+#+)?[ \t]*$")
+
+
+def title_heading(lines: list[str]) -> tuple[int, str] | None:
+    """The index and text of ``lines``' first line when it is a level-one ATX heading (blank
+    lines before it skipped): ``# Tensor cores on Hopper``, the title of a post written for
+    Material's blog, which takes a post's title from it when the front matter has none
+    (https://squidfunk.github.io/mkdocs-material/plugins/blog/). ``None`` otherwise."""
+    for i, line in enumerate(lines):
+        if line.strip():
+            m = _TITLE_HEADING.match(line)
+            return (i, m["title"]) if m and m["title"] else None
+    return None

@@ -61,6 +61,7 @@ from worklog_gen.log.front_matter import (
     front_matter_target,
     per_file_date,
     read_front_matter,
+    title_heading,
 )
 from worklog_gen.log.shapes import (
     DATE_LINE_RE,
@@ -80,7 +81,7 @@ from worklog_gen.log.files import display_name, read_log_file, worklog_files
 from worklog_gen.log.model import DateOrder, Entry, SourceFile, Worklog
 from worklog_gen.log.markdown_scan import scan
 from worklog_gen.log import local_files
-from worklog_gen.log.shortcodes import Image, find_image, find_problems
+from worklog_gen.log.shortcodes import Image, find_image, find_problems, has_markup, resolve_urls
 from worklog_gen.log.tasks import entry_tasks
 
 __all__ = ["load", "parse", "worklog_files"]
@@ -200,7 +201,8 @@ def _date_hint(shape: HeaderShape | None, line: str) -> str:
 
 def _whole_file(p: _Prepared, src: SourceFile, fm: dict, order: Literal["mdy", "dmy"],
                 diagnostics: list[Diagnostic]) -> list[Entry]:
-    """A file without header lines: one entry (a post when its front matter has a title), dated by
+    """A file without header lines: one entry (a post when its front matter has a title, or has a
+    date and its text starts with a ``# heading``, as Material's blog writes one), dated by
     its front matter or its name; the whole text is the preamble when neither gives a date."""
     lines, fm_end = p.lines, p.fm[0]
     date, countdown, more = per_file_date(lines, p.fm, p.path, fm, order)
@@ -210,19 +212,26 @@ def _whole_file(p: _Prepared, src: SourceFile, fm: dict, order: Literal["mdy", "
         return []
     entry = Entry(date, countdown, "", "\n".join(lines[fm_end:]), p.path, fm_end + 1, end_line=len(lines),
                   shape="file")
-    if fm.get("title") not in (None, ""):
-        entry.shape, entry.title = "post", str(fm["title"]).strip()
+    title = fm.get("title")
+    if title in (None, "") and "date" in fm and (heading := title_heading(lines[fm_end:])):
+        title = heading[1]  # Material's blog: the first heading (the page shows it once, as the title)
+    if title not in (None, ""):
+        entry.shape, entry.title = "post", str(title).strip()
         entry.tags = _tags(fm)
         entry.draft = fm.get("draft") is True or str(fm.get("draft")).lower() == "true"
     return [entry]
 
 
 def _tags(fm: dict) -> list[str]:
-    """Front matter ``tags`` then ``categories`` (a list or one string), each once."""
+    """Front matter ``tags`` then ``categories``, each once: a list, or a string of several, as
+    Jekyll reads one (``tags: cuda reduction`` is two, https://jekyllrb.com/docs/posts/#tags-and-categories),
+    or split at its commas when it has any (``tags: cuda, warp shuffles``)."""
     out: list[str] = []
     for key in ("tags", "categories"):
         value = fm.get(key)
-        for tag in ([value] if isinstance(value, str) else value if isinstance(value, list) else []):
+        if isinstance(value, str):
+            value = value.split(",") if "," in value else value.split()
+        for tag in (value if isinstance(value, list) else []):
             tag = str(tag).strip()
             if tag and tag not in out:
                 out.append(tag)
@@ -244,8 +253,8 @@ def _file_problems(src: SourceFile, file: Path, folder: Path) -> list[Diagnostic
         return find_image(image, file, folder)
 
     for e in src.entries:
-        if "{{" in e.body:
-            out += find_problems(e.body, e.path, e.line + 1 if e.header else e.line, find)
+        if has_markup(e.body):
+            out += find_problems(resolve_urls(e.body), e.path, e.line + 1 if e.header else e.line, find)
         if e.images or e.links:
             out += local_files.problems(e.path, e.images, e.links, find)
     if src.preamble_images or src.preamble_links:
@@ -263,7 +272,7 @@ def _analyse(src: SourceFile) -> list[Diagnostic]:
         src.preamble_links, src.preamble_images = found.links, found.images
     for e in src.entries:
         first_line = e.line + 1 if e.header else e.line
-        found = scan(e.body, first_line)
+        found = scan(resolve_urls(e.body), first_line)  # a Jekyll post's {{ site.baseurl }}/x.png is /x.png
         e.links, e.words, e.images = found.links, found.words, found.images
         e.tasks = entry_tasks(e.body.split("\n"), first_line, found.code_lines)
         diagnostics += [Diagnostic(e.path, link.line, f"a link that runs script ({link.url[:60]!r}): dropped from "

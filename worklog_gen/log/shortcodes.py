@@ -1,19 +1,32 @@
-"""Hugo shortcodes in a post, turned into the markdown they stand for.
+"""Hugo shortcodes and Jekyll's Liquid in a post, turned into the markdown they stand for.
 
 A post written for Hugo holds shortcodes such as ``{{< figure src="x.png" caption="..." >}}``,
-which any other renderer shows as raw text. :func:`to_markdown` writes the common ones as
-markdown, for the page only (the entry's text stays as the author wrote it):
+and one written for Jekyll (al-folio, Minimal Mistakes) Liquid such as
+``{% include figure.liquid path="assets/img/x.png" %}``, which any other renderer shows as raw
+text. :func:`to_markdown` writes the common ones as markdown, for the page only (the entry's text
+stays as the author wrote it):
 
-* ``figure`` (``src``, ``alt``, ``caption``): the image, then its caption in italics. An image
-  that cannot be found keeps its caption (and its alt text), without a broken image;
+* ``figure`` (``src``, ``alt``, ``caption``), and Jekyll's ``{% include figure.liquid %}`` or
+  ``figure.html`` (``path``, ``alt``, ``caption`` or ``title``): the image, then its caption in
+  italics. An image that cannot be found keeps its caption (and its alt text), without a broken
+  image;
 * ``x`` and ``tweet`` (``user``, ``id``): a link to the post on X;
 * ``youtube`` (``id``, or the first argument): a link to the video;
-* ``highlight`` (language, then the code up to ``{{< /highlight >}}``): a fenced code block.
+* ``highlight`` (language, then the code up to ``{{< /highlight >}}``), and Liquid's
+  ``{% highlight cuda linenos %}`` up to ``{% endhighlight %}``: a fenced code block;
+* Liquid's ``{% raw %}`` and ``{% endraw %}``: nothing (what lies between stays as written).
 
-:func:`find_problems` reports, as warnings naming the line, a shortcode this module does not
-know (it stays visible as text) and a figure whose image does not exist. Shortcodes inside
-fenced code blocks are text, not shortcodes (Hugo's own documentation writes them so).
-Shortcode syntax: https://gohugo.io/content-management/shortcodes/
+Before that, :func:`resolve_urls` writes the Liquid that Jekyll's posts put into their links as
+the path it gives (``{{ site.baseurl }}/assets/img/x.png`` and
+``{{ '/assets/img/x.png' | relative_url }}`` are ``/assets/img/x.png``), so the parser finds the
+file and the site publishes it, as it does a file named plainly.
+
+:func:`find_problems` reports, as warnings naming the line, a shortcode or Liquid tag this module
+does not know (it stays visible as text; so does Liquid output such as ``{{ page.title }}``) and a
+figure whose image does not exist. Shortcodes and Liquid inside fenced code blocks, code spans,
+a highlighted block or a ``raw`` block are text (Hugo's and Jekyll's own documentation write them
+so). Syntax: https://gohugo.io/content-management/shortcodes/ and
+https://jekyllrb.com/docs/liquid/tags/
 """
 
 from __future__ import annotations
@@ -25,12 +38,25 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from worklog_gen.log.diagnostics import Diagnostic, DiagnosticCode
-from worklog_gen.log.repair import track_fence
+from worklog_gen.log.repair import code_span_ranges, track_fence
 from worklog_gen.paths import OutsideFolder, inside
 
 SHORTCODE_RE = re.compile(r"\{\{([<%])\s*(?P<close>/)?\s*(?P<name>[A-Za-z][\w/-]*)(?P<args>[^}]*?)\s*[>%]\}\}")
 """``{{< name args >}}``, ``{{% name args %}}`` and closing ``{{< /name >}}``."""
-KNOWN = ("figure", "x", "tweet", "youtube", "highlight")
+LIQUID_TAG_RE = re.compile(r"(?<!\{)\{%-?[ \t]*(?P<name>[A-Za-z_][\w]*)(?P<args>(?:[^%]|%(?!\}))*?)[ \t]*-?%\}(?!\})")
+"""A Liquid tag, ``{% name args %}`` (``{%- ... -%}`` too), that is not a Hugo ``{{% ... %}}``."""
+LIQUID_URL_RE = re.compile(
+    r"\{\{-?[ \t]*site\.url[ \t]*-?\}\}\{\{-?[ \t]*site\.baseurl[ \t]*-?\}\}"
+    r"|\{\{-?[ \t]*site\.(?:baseurl|url)[ \t]*-?\}\}"
+    r"|\{\{-?[ \t]*(?P<q>['\"])(?P<path>[^'\"{}]*)(?P=q)[ \t]*\|[ \t]*(?:relative_url|absolute_url)[ \t]*-?\}\}"
+)
+"""The Liquid output a Jekyll post writes into a link: the site's address (``{{ site.baseurl }}``,
+``{{ site.url }}``, both), or a path through ``relative_url`` or ``absolute_url``."""
+LIQUID_OUTPUT_RE = re.compile(r"\{\{-?[ \t]*(?:site|page|post|include|layout|paginator|content)\b[^{}]*\}\}")
+"""Other Liquid output of a Jekyll page (``{{ page.title }}``), which stays as text, with a warning."""
+KNOWN = ("figure", "x", "tweet", "youtube", "highlight", "raw", "liquid-url")
+_VERBATIM = ("highlight", "raw")
+"""Blocks whose text is not read for shortcodes or Liquid, up to their closing tag."""
 
 
 @dataclass(frozen=True)
@@ -44,18 +70,78 @@ class Shortcode:
     closing: bool
     positional: tuple[str, ...]
     named: dict
+    liquid: bool = False
+    """Jekyll's Liquid (``{% tag %}``, ``{{ site.baseurl }}``) rather than a Hugo shortcode."""
+    text: str = ""
+    """What it is written as, for a message."""
+
+
+def has_markup(text: str) -> bool:
+    """Whether ``text`` may hold a shortcode or Liquid (a cheap test before :func:`shortcodes`)."""
+    return "{{" in text or "{%" in text
 
 
 def shortcodes(text: str) -> Iterator[Shortcode]:
-    """The shortcodes of ``text``, outside fenced code blocks, in order."""
-    fence = None
+    """The shortcodes and Liquid of ``text``, in order: outside fenced code blocks and code spans,
+    and inside a highlighted or ``raw`` block only the tag that closes it."""
+    fence, verbatim = None, None
     for i, line in enumerate(text.split("\n")):
         fence, marker = track_fence(line, fence)
-        if marker or fence is not None:
+        if marker or fence is not None or not has_markup(line):
             continue
-        for m in SHORTCODE_RE.finditer(line):
-            positional, named = _arguments(m["args"])
-            yield Shortcode(i, m.start(), m.end(), m["name"], bool(m["close"]), positional, named)
+        spans = code_span_ranges(line)
+        found = sorted((code for code in _line_codes(i, line) if not any(a <= code.start < b for a, b in spans)),
+                       key=lambda code: code.start)
+        for code in found:
+            if verbatim is not None and not (code.closing and code.name == verbatim):
+                continue
+            if code.name in _VERBATIM:
+                verbatim = None if code.closing else code.name
+            yield code
+
+
+def _line_codes(i: int, line: str) -> Iterator[Shortcode]:
+    """Every shortcode and piece of Liquid in ``line`` (the ``i``-th), wherever it stands."""
+    for m in SHORTCODE_RE.finditer(line):
+        positional, named = _arguments(m["args"])
+        yield Shortcode(i, m.start(), m.end(), m["name"], bool(m["close"]), positional, named, text=m[0])
+    if "{%" in line:
+        for m in LIQUID_TAG_RE.finditer(line):
+            yield _liquid_tag(i, m)
+    for m in LIQUID_URL_RE.finditer(line):
+        yield Shortcode(i, m.start(), m.end(), "liquid-url", False, (m["path"] or "",), {}, True, m[0])
+    for m in LIQUID_OUTPUT_RE.finditer(line):
+        if not LIQUID_URL_RE.match(m[0]):
+            yield Shortcode(i, m.start(), m.end(), "liquid-output", False, (), {}, True, m[0])
+
+
+def _liquid_tag(i: int, m: re.Match) -> Shortcode:
+    """A Liquid tag as a :class:`Shortcode`: ``highlight``/``endhighlight`` and ``raw``/``endraw``
+    as a block and its closing, ``include figure.liquid`` (or ``figure.html``) as a ``figure``
+    whose ``src`` is its ``path``; any other keeps its name (``include`` with what it includes)."""
+    name, (positional, named) = m["name"], _arguments(m["args"])
+    closing = name in ("endhighlight", "endraw")
+    base = name[3:] if closing else name
+    if name == "include" and positional and positional[0] in ("figure.liquid", "figure.html"):
+        base, named = "figure", {**named, "src": named.get("path", ""),
+                                 "caption": named.get("caption", named.get("title", ""))}
+        positional = ()
+    elif name == "include":
+        base = f"include {positional[0] if positional else ''}".strip()
+    return Shortcode(i, m.start(), m.end(), base, closing, positional, named, True, m[0])
+
+
+def resolve_urls(text: str) -> str:
+    """``text`` with the Liquid of its links written as the path it gives (see the module
+    docstring): ``{{ site.baseurl }}/assets/x.png`` is ``/assets/x.png``. Each line keeps its
+    place; code, and a highlighted or ``raw`` block, stay as written."""
+    if "{{" not in text:
+        return text
+    lines = text.split("\n")
+    for code in reversed([c for c in shortcodes(text) if c.name == "liquid-url"]):
+        line = lines[code.line]
+        lines[code.line] = line[:code.start] + code.positional[0] + line[code.end:]
+    return "\n".join(lines)
 
 
 def _arguments(args: str) -> tuple[tuple[str, ...], dict]:
@@ -130,8 +216,9 @@ def find_problems(text: str, path: str, first_line: int,
         line = first_line + code.line
         if code.name not in KNOWN:
             if not code.closing:
-                out.append(Diagnostic(path, line, f"Hugo shortcode {{{{< {code.name} >}}}} is not known here; "
-                                      "it stays on the page as text", DiagnosticCode.SHORTCODE))
+                what = (f"Liquid {code.text[:60]}" if code.liquid else f"Hugo shortcode {{{{< {code.name} >}}}}")
+                out.append(Diagnostic(path, line, f"{what} is not known here; it stays on the page as text",
+                                      DiagnosticCode.SHORTCODE))
         elif code.name == "figure" and not is_url(src := _figure(code)["src"]):
             found = image(src)
             if found.refused:
@@ -189,4 +276,6 @@ def _replacement(code: Shortcode, image_url: Callable[[str], str | None]) -> str
         return f"[{title}](https://www.youtube.com/watch?v={video})" if video else None
     if code.name == "highlight":
         return "```" if code.closing else "```" + (code.positional[0] if code.positional else "")
+    if code.name == "raw":
+        return ""
     return None

@@ -41,9 +41,10 @@ from worklog_gen.site.markup import (
     md_escape,
     shift_headings,
 )
+from worklog_gen.log.front_matter import title_heading
 from worklog_gen.log.local_files import can_run_script, file_links
 from worklog_gen.log.repair import code_span_ranges, track_fence
-from worklog_gen.log.shortcodes import Image, find_image, is_url, to_markdown
+from worklog_gen.log.shortcodes import Image, find_image, has_markup, is_url, resolve_urls, to_markdown
 from worklog_gen.site.old_links import OldSiteLinks
 from worklog_gen.site.stats import month_title, reading_list, streaks, task_report, timeline, words_by_date
 from worklog_gen.site.topics import prose
@@ -82,7 +83,7 @@ def summary(entry: Entry, limit: int = SUMMARY_CHARS) -> str:
     prose (a first link is its title), cut at a word boundary to at most ``limit``
     characters with ``…``. ``"(no text)"`` for an empty entry. Plain text; a post's Hugo
     shortcodes read as the page shows them (a figure as its caption or alt text)."""
-    body = to_markdown(entry.body, lambda image: None) if "{{" in entry.body else entry.body
+    body = to_markdown(entry.body, lambda image: None) if has_markup(entry.body) else entry.body
     text = prose(body).split("\n", 1)[0]
     if not text:
         return "(no text)"
@@ -290,12 +291,17 @@ def title_meta(title: str) -> str:
 
 def entry_body(entry: Entry, src: str, ctx: SiteContext) -> str:
     """The author's text of ``entry`` as its page (docs path ``src``) shows it: lists made
-    CommonMark, old-site links handled (``ctx.old_links``), Hugo shortcodes as the markdown they
-    stand for (a figure's image published beside the page, :func:`_image_url`)."""
-    body, rest = _published_links(commonmark_lists(entry.body), entry.path, [*entry.links, *entry.images], src, ctx)
+    CommonMark, old-site links handled (``ctx.old_links``), Hugo shortcodes and Jekyll's Liquid as
+    the markdown they stand for (a figure's image published beside the page, :func:`_image_url`);
+    a post's first heading left out when it is its title, which the page shows above it."""
+    body = resolve_urls(commonmark_lists(entry.body))  # as the parser read its links
+    body, rest = _published_links(body, entry.path, [*entry.links, *entry.images], src, ctx)
     body = ctx.old_links.rewrite(body, rest, entry.path).strip("\n")
-    if "{{" in body:  # Hugo shortcodes, as the markdown they stand for
+    if has_markup(body):  # Hugo shortcodes and Jekyll's Liquid, as the markdown they stand for
         body = to_markdown(body, lambda image: _image_url(image, entry, src, ctx))
+    if entry.kind == "post" and (heading := title_heading(lines := body.split("\n"))) \
+            and " ".join(heading[1].split()) == " ".join(entry.title.split()):
+        body = "\n".join(lines[heading[0] + 1:]).lstrip("\n")  # the title, shown once: the page's own
     return body
 
 
