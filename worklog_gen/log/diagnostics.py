@@ -80,6 +80,9 @@ class DiagnosticCode(str, enum.Enum):
     LINE_ENDS = ("line-ends", Severity.INFO, "CRLF or CR line ends, or a byte-order mark, read as LF")
     BARE_URL = ("bare-url", Severity.INFO, "a URL alone on its line, made a link")
     EMPTY_ENTRY = ("empty-entry", Severity.INFO, "an entry with no text, kept as an empty entry")
+    WIKILINK = ("wikilink", Severity.INFO,
+                "an Obsidian wikilink (`[[Triton notes]]`) that names no file in the worklog folder (a note not "
+                "written yet), shown as its text")
     DAY_NUMBER = ("day-number", Severity.INFO, "a progress log's `Day N` missing or repeated")
     SAME_DAY = ("same-day", Severity.INFO, "a day written in two files, shown on one page")
 

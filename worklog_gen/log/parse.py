@@ -80,7 +80,7 @@ from worklog_gen.log.diagnostics import Diagnostic, DiagnosticCode
 from worklog_gen.log.files import display_name, read_log_file, worklog_files
 from worklog_gen.log.model import DateOrder, Entry, SourceFile, Worklog
 from worklog_gen.log.markdown_scan import scan
-from worklog_gen.log import local_files
+from worklog_gen.log import local_files, wikilinks
 from worklog_gen.log.shortcodes import Image, find_image, find_problems, has_markup, resolve_urls
 from worklog_gen.log.tasks import entry_tasks
 
@@ -262,19 +262,26 @@ def _file_problems(src: SourceFile, file: Path, folder: Path) -> list[Diagnostic
     return out
 
 
-def _analyse(src: SourceFile) -> list[Diagnostic]:
-    """Set the links, words and tasks of every entry of ``src``, and the links and images of its
-    preamble: one markdown-it-py parse each (:func:`worklog_gen.log.markdown_scan.scan`); a
-    warning for each link of an entry that runs script."""
+def _analyse(src: SourceFile, file: Path, vault: wikilinks.Vault | None) -> list[Diagnostic]:
+    """Set the links, words and tasks of every entry of ``src`` (read from ``file``), and the
+    links and images of its preamble: one markdown-it-py parse each
+    (:func:`worklog_gen.log.markdown_scan.scan`), of the text as its page shows it (wikilinks,
+    found in ``vault``, and a Jekyll post's linked Liquid written as markdown); a warning for each
+    link of an entry that runs script, and for each wikilink that names no file."""
     diagnostics = []
     if src.preamble.strip() and not src.refused:
-        found = scan(src.preamble, src.front_matter_lines + 1)
+        first_line = src.front_matter_lines + 1
+        text, src.preamble_wikilinks, more = wikilinks.resolve(src.preamble, file, vault, src.path, first_line)
+        found = scan(text, first_line)
         src.preamble_links, src.preamble_images = found.links, found.images
+        diagnostics += more
     for e in src.entries:
         first_line = e.line + 1 if e.header else e.line
-        found = scan(resolve_urls(e.body), first_line)  # a Jekyll post's {{ site.baseurl }}/x.png is /x.png
+        text, e.wikilinks, more = wikilinks.resolve(e.body, file, vault, e.path, first_line)
+        found = scan(resolve_urls(text), first_line)  # a Jekyll post's {{ site.baseurl }}/x.png is /x.png
         e.links, e.words, e.images = found.links, found.words, found.images
         e.tasks = entry_tasks(e.body.split("\n"), first_line, found.code_lines)
+        diagnostics += more
         diagnostics += [Diagnostic(e.path, link.line, f"a link that runs script ({link.url[:60]!r}): dropped from "
                                    "the page", DiagnosticCode.UNSAFE_LINK) for link in found.script_links]
     return diagnostics
@@ -448,11 +455,12 @@ def _parse_texts(
         order, diagnostics = infer_date_order(((p.path, h.index, h.match) for p in prepared if p.shape and p.shape.numeric
                                               for h in p.headers), date_order)
         diagnostics += extra or []
-        sources = []
+        sources, vaults = [], {}
         for p in prepared:
             src, more = _build(p, order, year, today)
-            more += _analyse(src)
             file, folder = (files or {}).get(p.path, (None, None))
+            vault = vaults.setdefault(folder, wikilinks.Vault(folder)) if folder is not None else None
+            more += _analyse(src, file or Path(p.path), vault)
             src.file = file
             more += _file_problems(src, file or Path(p.path), folder or Path(p.path).parent)
             more += _empty_entries(src.entries)

@@ -42,6 +42,7 @@ from worklog_gen.site.markup import (
     shift_headings,
 )
 from worklog_gen.log.front_matter import title_heading
+from worklog_gen.log.wikilinks import rewrite
 from worklog_gen.log.local_files import can_run_script, file_links
 from worklog_gen.log.repair import code_span_ranges, track_fence
 from worklog_gen.log.shortcodes import Image, find_image, has_markup, is_url, resolve_urls, to_markdown
@@ -83,7 +84,8 @@ def summary(entry: Entry, limit: int = SUMMARY_CHARS) -> str:
     prose (a first link is its title), cut at a word boundary to at most ``limit``
     characters with ``…``. ``"(no text)"`` for an empty entry. Plain text; a post's Hugo
     shortcodes read as the page shows them (a figure as its caption or alt text)."""
-    body = to_markdown(entry.body, lambda image: None) if has_markup(entry.body) else entry.body
+    body = rewrite(entry.body, entry.wikilinks)
+    body = to_markdown(body, lambda image: None) if has_markup(body) else body
     text = prose(body).split("\n", 1)[0]
     if not text:
         return "(no text)"
@@ -291,10 +293,11 @@ def title_meta(title: str) -> str:
 
 def entry_body(entry: Entry, src: str, ctx: SiteContext) -> str:
     """The author's text of ``entry`` as its page (docs path ``src``) shows it: lists made
-    CommonMark, old-site links handled (``ctx.old_links``), Hugo shortcodes and Jekyll's Liquid as
+    CommonMark, Obsidian's wikilinks as the parser resolved them
+    (:func:`~worklog_gen.log.wikilinks.rewrite`), old-site links handled (``ctx.old_links``), Hugo shortcodes and Jekyll's Liquid as
     the markdown they stand for (a figure's image published beside the page, :func:`_image_url`);
     a post's first heading left out when it is its title, which the page shows above it."""
-    body = resolve_urls(commonmark_lists(entry.body))  # as the parser read its links
+    body = resolve_urls(rewrite(commonmark_lists(entry.body), entry.wikilinks))  # as the parser read its links
     body, rest = _published_links(body, entry.path, [*entry.links, *entry.images], src, ctx)
     body = ctx.old_links.rewrite(body, rest, entry.path).strip("\n")
     if has_markup(body):  # Hugo shortcodes and Jekyll's Liquid, as the markdown they stand for
@@ -474,7 +477,7 @@ def home_page(log: Worklog, ctx: SiteContext) -> str:
     heatmap and the timeline newest first by month, one summary line per entry. The heatmap's
     files (:func:`home_files`) go into ``ctx.files``."""
     src = ctx.layout.home
-    prefaced = [(f.title, f.preamble, f.path, [*f.preamble_links, *f.preamble_images])
+    prefaced = [(f.title, rewrite(f.preamble, f.preamble_wikilinks), f.path, [*f.preamble_links, *f.preamble_images])
                 for f in log.files if f.preamble.strip() and not f.refused]
     if not log.files and log.preamble.strip():  # a log made in code, without its files
         prefaced = [("", log.preamble, log.paths[0] if log.paths else "<worklog>", _preamble_links(log.preamble))]

@@ -1,0 +1,154 @@
+"""Obsidian's wikilinks in a log, read as the markdown links they stand for.
+
+A log kept in Obsidian (daily notes, a file per day) links its notes as ``[[2025-12-08]]``,
+``[[Triton notes#Masks|the masks]]`` and shows its images as ``![[roofline.png]]`` or
+``![[roofline.png|400]]``, which any other renderer shows as raw text. Each one is found
+(outside code) and resolved as Obsidian resolves it
+(https://help.obsidian.md/links): a name without a suffix is a note (``.md``), looked for beside
+the linking file, then from the worklog folder's root, then by its file name anywhere in that
+folder (the nearest first). It is then the markdown link or image it stands for, to that file by
+its path relative to the linking file (``[the masks](<Triton notes.md#masks>)``,
+``![roofline.png](<attachments/roofline.png>)``), so the rest of the site treats it as any other
+link to a file beside the log: a note of the log leads to its page, an image or file is published.
+A size after an image (``|400``, ``|400x300``) is dropped; an embedded note (``![[Note]]``) is a
+link to it. One that names no file in the folder (in Obsidian, a note not written yet) is its
+text (the alias, else the name), with a note (``wikilink``, info: it never fails a build).
+
+The parser resolves each entry's wikilinks once (:func:`resolve`); the page writes the same
+markdown from what it recorded (:func:`rewrite`), so both read one text.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from markdown.extensions.toc import slugify
+
+from worklog_gen.log.diagnostics import Diagnostic, DiagnosticCode
+from worklog_gen.log.repair import code_span_ranges, track_fence
+from worklog_gen.paths import OutsideFolder, inside
+
+WIKILINK_RE = re.compile(
+    r"(?P<bang>!?)\[\[(?P<target>[^\[\]|#^\n]*)(?:#(?P<anchor>[^\[\]|^\n]*))?(?:\^[\w-]*)?"
+    r"(?:\|(?P<alias>[^\[\]\n]*))?\]\]"
+)
+"""``[[target#heading|alias]]``, each part but the brackets optional; ``!`` before it embeds."""
+IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".avif", ".bmp"})
+"""The files Obsidian embeds as an image (https://help.obsidian.md/file-formats)."""
+_SIZE = re.compile(r"\d+(?:x\d+)?")
+
+
+class Vault:
+    """The files of a worklog ``folder`` by name, for wikilinks that name a file anywhere in it;
+    listed once, the first time a name is not found by its path."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder.absolute()
+        self._by_name: dict[str, list[Path]] | None = None
+
+    def find(self, target: str, here: Path) -> Path | None:
+        """The file ``target`` (a wikilink's, without heading or alias) names from the folder
+        ``here``: beside it, from the folder's root, then by file name (case-insensitive), the one
+        with the fewest folders between it and ``here`` first. Only a file inside the folder
+        counts. ``None`` when there is none."""
+        name = target.strip().replace("\\", "/")
+        names = [name] if name.lower().endswith(".md") else [f"{name}.md", name]  # a note, else a file
+        for candidate in [c for n in names for c in (here / n, self.folder / n.lstrip("/"))]:
+            if candidate.is_file():
+                try:
+                    return inside(candidate, self.folder)
+                except OutsideFolder:
+                    return None
+        if self._by_name is None:
+            self._by_name = {}
+            for dirpath, _, files in os.walk(self.folder):
+                for file in files:
+                    self._by_name.setdefault(file.lower(), []).append(Path(dirpath) / file)
+        found = [f for n in names for f in self._by_name.get(Path(n).name.lower(), [])]
+        if not found:
+            return None
+        here = here.absolute()
+        best = min(found, key=lambda p: (len(os.path.relpath(p.parent, here).split(os.sep)), str(p)))
+        try:
+            return inside(best, self.folder)
+        except OutsideFolder:
+            return None
+
+
+def _each(text: str, replace: Callable[[re.Match, int], str]) -> str:
+    """``text`` with each wikilink outside code (fenced blocks, code spans) replaced by
+    ``replace(match, line_index)``; every line keeps its place."""
+    if "[[" not in text:
+        return text
+    lines, fence = text.split("\n"), None
+    for i, line in enumerate(lines):
+        fence, marker = track_fence(line, fence)
+        if marker or fence is not None or "[[" not in line:
+            continue
+        spans = code_span_ranges(line)
+        lines[i] = WIKILINK_RE.sub(
+            lambda m: m[0] if any(a <= m.start() < b for a, b in spans) else replace(m, i), line)
+    return "\n".join(lines)
+
+
+def resolve(text: str, file: Path, vault: Vault | None, path: str, first_line: int) -> tuple[str, dict[str, str], list[Diagnostic]]:
+    """``text`` (an entry's or a preamble's, from ``file``, shown as ``path``, its first line
+    ``first_line``) with its wikilinks written as markdown (see the module docstring); what each
+    wikilink became (for :func:`rewrite`), and a ``wikilink`` note for each that names no file. Without a ``vault``, a name is looked for by its path only."""
+    made: dict[str, str] = {}
+    problems: list[Diagnostic] = []
+    here = file.absolute().parent
+
+    def replace(m: re.Match, i: int) -> str:
+        if m[0] in made:
+            return made[m[0]]
+        target, anchor, alias = m["target"].strip(), (m["anchor"] or "").strip(), (m["alias"] or "").strip()
+        text = _label(m)
+        if not target:  # [[#Heading]]: a heading of the same page
+            made[m[0]] = f"[{text}](#{slugify(anchor, '-')})" if anchor else m[0]
+            return made[m[0]]
+        found = vault.find(target, here) if vault is not None else _beside(target, here)
+        if found is None:
+            problems.append(Diagnostic(path, first_line + i, f"wikilink {m[0]!r} names no file in the worklog folder "
+                                       "(a note not written yet?); the page shows its text", DiagnosticCode.WIKILINK))
+            made[m[0]] = _escape(text)
+            return made[m[0]]
+        rel = Path(os.path.relpath(found, here)).as_posix()
+        if m["bang"] and found.suffix.lower() in IMAGE_SUFFIXES:
+            alt = alias if alias and not _SIZE.fullmatch(alias) else found.name
+            made[m[0]] = f"![{_escape(alt)}](<{rel}>)"
+        else:
+            made[m[0]] = f"[{_escape(text)}](<{rel}{'#' + slugify(anchor, '-') if anchor else ''}>)"
+        return made[m[0]]
+
+    return _each(text, replace), made, problems
+
+
+def rewrite(text: str, made: dict[str, str]) -> str:
+    """``text`` with its wikilinks written as :func:`resolve` wrote them (``made``)."""
+    return _each(text, lambda m, i: made.get(m[0], m[0])) if made else text
+
+
+def _label(m: re.Match) -> str:
+    """What a wikilink shows: its alias (not an image's size), else its target and heading as
+    Obsidian writes them (``Triton notes > Masks``)."""
+    alias = (m["alias"] or "").strip()
+    if alias and not (m["bang"] and _SIZE.fullmatch(alias)):
+        return alias
+    target, anchor = m["target"].strip(), (m["anchor"] or "").strip()
+    return " > ".join(part for part in (target, anchor) if part)
+
+
+def _beside(target: str, here: Path) -> Path | None:
+    """The file ``target`` names beside ``here`` (a note, ``.md``, first), if any."""
+    names = [target] if target.lower().endswith(".md") else [f"{target}.md", target]
+    return next((here / n for n in names if (here / n).is_file()), None)
+
+
+def _escape(text: str) -> str:
+    """``text`` as literal link text: ``&`` and ``<`` as entities, brackets, backslashes and
+    emphasis marks escaped (as both CommonMark and Python-Markdown read them)."""
+    return re.sub(r"([\\`*_\[\]])", r"\\\1", text.replace("&", "&amp;").replace("<", "&lt;"))
