@@ -62,12 +62,30 @@ def test_progress_headings_may_put_the_day_first_and_a_weekday_before_the_date(h
     ("---\nyear: 2026\n---\n## Tuesday, 25 November\n", "the heading says Tuesday, but 25 November 2026 is a Wednesday; "
      "read as 2026-11-25"),
     ("## Tue 25 Nov 2026\n", "the heading says Tue, but 25 November 2026 is a Wednesday; read as 2026-11-25"),
-    ("## Thurs, Nov 26\n", "the heading says Thurs, but 26 November 2025 is a Wednesday (the year is a guess: set "
-     "`year:`); read as 2025-11-26"),
+    ("## Wed, Nov 26\nx\n## Thurs, Nov 27\n", "the heading says Thurs, but 27 November 2025 is a Thursday"),
+    ("## Wed, Nov 26\nx\n## Fri, Nov 27\n", "the heading says Fri, but 27 November 2025 is a Thursday (the year is a "
+     "guess: set `year:`); read as 2025-11-27"),  # no year has both: the year is the latest before the build
 ])
 def test_a_heading_s_weekday_that_is_not_its_date_s_is_a_warning(text, message):
     found = [d for d in parse(text + "\nProfiled the naive matmul.\n", "p.md", today=TODAY).diagnostics if d.code == "weekday"]
+    if message and message.endswith("is a Thursday"):  # both weekdays are right: no warning
+        message = None
     assert [(d.line, d.severity, d.message) for d in found] == ([(text.count("\n"), "warning", message)] if message else [])
+
+
+@pytest.mark.parametrize("text, dates", [
+    ("## Tuesday, 25 November\nx\n## Wednesday, 26 November\ny\n", ["2025-11-25", "2025-11-26"]),
+    ("## Thurs, Nov 27\nx\n", ["2025-11-27"]),  # the latest 27 November on a Thursday before the build date
+    ("## Sat, Dec 28\nx\n## Fri, Jan 3\ny\n", ["2024-12-28", "2025-01-03"]),  # across New Year
+])
+def test_a_progress_log_s_weekdays_give_its_year(text, dates):
+    """Without ``year:``, the latest year whose weekdays match the headings' is the log's (a note,
+    not the ``year`` warning: the author wrote it, in a way)."""
+    log = parse(text, "p.md", today=dt.date(2026, 11, 29))
+    assert [e.date.isoformat() for e in log.entries] == dates
+    (note,) = log.diagnostics
+    assert (note.line, note.code, note.severity) == (1, "weekday-year", "info")
+    assert f"read from {dates[0][:4]} on, the latest year whose weekdays match the headings'" in note.message
 
 
 @pytest.mark.parametrize("heading", ["## 5 Mayday", "## November 2025", "## 3 things I learned", "## Wednesday"])

@@ -79,6 +79,9 @@ class DiagnosticCode(str, enum.Enum):
     # info: notes about style and habits
     LINE_ENDS = ("line-ends", Severity.INFO, "CRLF or CR line ends, or a byte-order mark, read as LF")
     BARE_URL = ("bare-url", Severity.INFO, "a URL alone on its line, made a link")
+    WEEKDAY_YEAR = ("weekday-year", Severity.INFO,
+                    "progress-log headings without a year, and no `year` set, whose weekdays give it "
+                    "(`## Tuesday, 25 November`: 2025)")
     EMPTY_ENTRY = ("empty-entry", Severity.INFO, "an entry with no text, kept as an empty entry")
     WIKILINK = ("wikilink", Severity.INFO,
                 "an Obsidian wikilink (`[[Triton notes]]`) that names no file in the worklog folder (a note not "

@@ -366,7 +366,18 @@ class Progress(HeaderShape):
                                           DiagnosticCode.FRONT_MATTER))
             given = None
         years, chosen = assign_years(month_days, year=given, today=ctx.today)
-        if chosen is not None and given is None:
+        named = [(k, h.match["weekday"]) for k, h in enumerate(headers) if h.match["weekday"] and not h.match["year"]]
+        by_weekday = _year_by_weekdays(month_days, named, chosen) if chosen is not None and given is None else None
+        if by_weekday is not None:
+            years, chosen = by_weekday
+            k, day = named[0]
+            diagnostics.append(Diagnostic(
+                ctx.path, headers[0].index + 1,
+                f"the headings have no year; read from {chosen} on, the latest year whose weekdays match the "
+                f"headings' (line {headers[k].index + 1}: {day}, {dt.date(years[k], *month_days[k][:2]):%d %B}) and "
+                f"that puts no entry after {ctx.today.isoformat()} (set `year:` to choose another)",
+                DiagnosticCode.WEEKDAY_YEAR))
+        elif chosen is not None and given is None:
             diagnostics.append(Diagnostic(
                 ctx.path, headers[0].index + 1,
                 f"the headings have no year; read from {chosen} on, the latest year that puts no entry after "
@@ -422,6 +433,26 @@ class Progress(HeaderShape):
                            m["rest"] or "", re.IGNORECASE)
         parts["rest"] = f"{counter['lead']}{int(counter['n']) + 1}{(counter['of'] or '').rstrip()}" if counter else ""
         return _replace(header, m, parts, day, date.day)
+
+
+def _year_by_weekdays(month_days: list[tuple[int, int, int | None]], named: list[tuple[int, str]],
+                      latest: int) -> tuple[list[int], int] | None:
+    """The years of a progress log's headings (as :func:`assign_years` gives them) from the latest
+    year of the oldest entry, at most ``latest``, for which every weekday the headings name
+    (``named``: heading index and weekday, ``Monday``) is its date's; ``None`` when the headings
+    name none, or no year in 28 (a whole cycle of the Gregorian calendar's weekdays, leap days
+    aside) fits them all."""
+    if not named:
+        return None
+    for base in range(latest, max(dt.MINYEAR, latest - 28), -1):
+        years, _ = assign_years(month_days, year=base, today=dt.date.max)
+        try:
+            if all(calendar.day_name[dt.date(years[k], *month_days[k][:2]).weekday()].lower().startswith(day[:3].lower())
+                   for k, day in named):
+                return years, base
+        except ValueError:  # 29 February in a common year: not this one
+            continue
+    return None
 
 
 def _weekday(path: str, h: Header, date: dt.date, noun: str, *, guessed: bool = False) -> list[Diagnostic]:
