@@ -27,6 +27,7 @@ from click.testing import CliRunner
 
 from worklog_gen import scaffold
 from worklog_gen.cli import main
+from worklog_gen.config import WorklogConfig
 from worklog_gen.freeze import execute
 from worklog_gen.freeze.record import FreezeRecord, link_between
 from worklog_gen.freeze.source_hash import source_hash
@@ -101,8 +102,7 @@ def test_init_makes_a_site_that_builds_strictly_before_any_notebook_runs(tmp_pat
     assert f"{today:%m/%d/%y} (T - {(dt.date(2099, 3, 5) - today).days})" in log
     assert "target_date: 2099-03-05" in log
     yml = (project / "mkdocs.yml").read_text()
-    for option in ("worklog_dir", "date_order", "url_prefix", "nav_title", "year", "old_site_url", "feed",
-                   "freeze_dir", "cache_dir", "topics"):
+    for option in WorklogConfig().keys():
         assert f"{option}:" in yml, option  # every option present (most commented)
     done = build(project)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -118,18 +118,20 @@ class _Group(click.Group):
                                        "WORKLOG_GEN_TRACEBACK=1 shows where)") from exc
 
 
-def _load(targets: list[Path], cfg, config_file: Path):
-    """The log at ``targets`` (:func:`worklog_gen.log.parse.load`), a missing or unreadable path as
-    a one-line error naming it rather than a traceback.
+def _load(targets: list[Path], cfg, config_file: Path, root: Path):
+    """The log at ``targets`` (:func:`worklog_gen.log.parse.load`), the files the ``exclude`` option
+    leaves out of the worklog folder (of the project in ``root``) not read, a missing or unreadable
+    path as a one-line error naming it rather than a traceback.
 
     Raises:
         UsageProblem: a path does not exist (exit 2).
         click.ClickException: a file cannot be read (exit 1).
     """
+    from worklog_gen.config import exclusion
     from worklog_gen.log.parse import load
 
     try:
-        return load(targets, date_order=cfg.date_order, year=cfg.year)
+        return load(targets, date_order=cfg.date_order, year=cfg.year, exclude=exclusion(cfg, root))
     except FileNotFoundError as exc:
         raise UsageProblem(f"{exc} (worklog_dir '{cfg.worklog_dir}' of {config_file}, or the PATH given)") from exc
     except OSError as exc:
@@ -202,7 +204,7 @@ def export(paths: tuple[Path, ...], fmt: str, config_file: Path) -> None:
     from worklog_gen.site import export as exporter
 
     cfg, root = _config(config_file, paths)
-    log = _load(_worklog_paths(paths, cfg, root), cfg, config_file)
+    log = _load(_worklog_paths(paths, cfg, root), cfg, config_file, root)
     for diag in log.diagnostics:
         click.echo(str(diag), err=True)
     if fmt == "json":
@@ -222,13 +224,14 @@ def new(path: Path | None, day: dt.date | None, config_file: Path) -> None:
 
     PATH is the log file; with none, the configured worklog (the newest file in a folder).
     """
+    from worklog_gen.config import exclusion
     from worklog_gen.log.authoring import append_entry
 
     cfg, root = _config(config_file, (path,) if path else ())
     target = path or root / cfg.worklog_dir
     date = day or dt.date.today()
     try:
-        file, header = append_entry(target, date, date_order=cfg.date_order)
+        file, header = append_entry(target, date, date_order=cfg.date_order, exclude=exclusion(cfg, root))
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
     except FileNotFoundError as exc:
@@ -272,7 +275,7 @@ def check(paths: tuple[Path, ...], fix: bool, show_diff: bool, as_json: bool, co
     try:
         # ``new`` takes the same lock: it waits until the repairs are in place, then appends.
         with log_lock(targets) if writing else nullcontext():
-            log = _load(targets, cfg, config_file)
+            log = _load(targets, cfg, config_file, root)
             if fix or show_diff:
                 fixes = _plan_fixes(fixer, log)
                 for f in fixes:
@@ -299,7 +302,7 @@ def check(paths: tuple[Path, ...], fix: bool, show_diff: bool, as_json: bool, co
         if not as_json:
             click.echo(f"fixed {len(result['fixed'])} file(s)" + (f", refused {len(result['refused'])}"
                                                                   if result["refused"] else ""), err=True)
-        log = _load(targets, cfg, config_file)
+        log = _load(targets, cfg, config_file, root)
     diagnostics = lint(log)
     counts = summary(diagnostics)
     if as_json:

@@ -18,6 +18,7 @@ from mkdocs.config import base
 from mkdocs.config import config_options as c
 from mkdocs.exceptions import PluginError
 
+from worklog_gen.log.files import Exclusion
 from worklog_gen.paths import OutsideFolder, inside
 
 TOPIC_ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
@@ -85,6 +86,10 @@ class WorklogConfig(base.Config):
     """Folder, relative to ``mkdocs.yml``, where the build keeps what it renders once and reads back
     on later builds: each chart's narrow SVG for phones (:mod:`worklog_gen.site.fallback`). Safe to
     delete; not to commit."""
+    exclude = c.Optional(c.PathSpec())
+    """Files of the worklog folder that are no part of the log, in gitignore's patterns relative to
+    it, written as MkDocs' ``exclude_docs`` (a block of lines: ``templates/``, ``private/**``): not
+    read as the log, never published, and found by no wikilink or link (:class:`~worklog_gen.log.files.Exclusion`)."""
     year = c.Optional(Year())
     """Year of the oldest entry of a progress log whose headings name no year (``## November 24``);
     a file's front matter ``year:`` wins. Without either, the latest year that puts no entry
@@ -191,6 +196,11 @@ def worklog_folder(cfg: WorklogConfig, root: Path) -> Path:
     """The worklog folder (``worklog_dir``, or the folder of the one file it names), resolved."""
     path = (root / cfg.worklog_dir).resolve()
     return path if path.is_dir() else path.parent
+
+
+def exclusion(cfg: WorklogConfig, root: Path) -> Exclusion:
+    """What the ``exclude`` option leaves out of the worklog folder (nothing without it)."""
+    return Exclusion(worklog_folder(cfg, root), cfg.exclude)
 
 
 def load_plugin_config(mkdocs_yml: str | Path = "mkdocs.yml",

@@ -29,7 +29,7 @@ from worklog_gen.site import assets, fallback, math, settings
 from worklog_gen.site.layout import FEED
 from worklog_gen.site.names import break_long_names
 from worklog_gen.site.sanitize import safe_html
-from worklog_gen.site.generate import GeneratedSite, generate, has_home, log_sources, with_sections
+from worklog_gen.site.generate import GeneratedSite, generate, has_home, kept_out, with_sections
 
 log = get_plugin_logger(__name__)
 
@@ -75,9 +75,9 @@ class WorklogPlugin(BasePlugin[WorklogConfig]):
     # Before other plugins' on_files (default priority 0), so that they see the pages.
     @event_priority(50)
     def on_files(self, files: Files, config: MkDocsConfig) -> Files:
-        sources = log_sources(self.config, self.root)
-        for f in [f for f in files if sources and f.abs_src_path and Path(f.abs_src_path).resolve() in sources]:
-            files.remove(f)  # a log kept in the docs folder: the source of the worklog's pages, not a page
+        out_of_site = kept_out(self.config, self.root)
+        for f in [f for f in files if f.abs_src_path and out_of_site(Path(f.abs_src_path))]:
+            files.remove(f)  # a log kept in the docs folder: the source of the worklog's pages (or excluded), not a page
         site = generate(self.config, self.root, site_name=config.site_name, site_url=config.site_url,
                         site_author=config.site_author, use_directory_urls=config.use_directory_urls,
                         build_date=get_build_datetime().date(),

@@ -21,6 +21,7 @@ from filelock import FileLock, Timeout
 
 from worklog_gen.log.shapes import SHAPES, HeaderStyle, format_header, header_style
 from worklog_gen.log.model import DateOrder
+from worklog_gen.log.files import Exclusion
 from worklog_gen.log.parse import load
 
 
@@ -52,7 +53,8 @@ def log_lock(paths: Iterable[str | Path]) -> Iterator[None]:
         yield
 
 
-def append_entry(path: str | Path, date: dt.date, *, date_order: DateOrder = "auto") -> tuple[Path, str]:
+def append_entry(path: str | Path, date: dt.date, *, date_order: DateOrder = "auto",
+                 exclude: Exclusion | None = None) -> tuple[Path, str]:
     """Append the header line of a new entry for ``date`` to the log at ``path``, in the shape
     and style of the file's last header.
 
@@ -60,13 +62,16 @@ def append_entry(path: str | Path, date: dt.date, *, date_order: DateOrder = "au
     :attr:`~worklog_gen.log.model.Worklog.target_date`), written in the style of the file's last
     header (2- or 4-digit year, month/day order, spacing). After a progress heading, the next
     one (``## November 25 - Day 26 of ML Systems``), and after a date line, the next date
-    (:meth:`~worklog_gen.log.shapes.HeaderShape.next_header`): neither needs a target date. ``path`` is a log file, or a folder: then the file holding the
-    newest entry. In a folder of one-entry files (no header lines), a new file
-    ``<date>.md`` holding the header line is written next to the newest one. A blank
-    line separates the header from the text before it; the file's line ends (LF or
-    CRLF) are kept and nothing before the end of the file is rewritten.
+    (:meth:`~worklog_gen.log.shapes.HeaderShape.next_header`): neither needs a target date.
+    ``path`` is a log file, or a folder: then the file holding the newest entry. In a folder of
+    one-entry files (no header lines), a new file ``<date>.md`` holding the header line is written
+    next to the newest one; in a log with no target date (Obsidian's daily notes), an empty one,
+    its name its date (the header returned is ``""``). A blank line separates the header from the
+    text before it; the file's line ends (LF or CRLF) are kept and nothing before the end of the
+    file is rewritten.
 
-    The log is read and written under a lock on its folder (see the module docstring).
+    The log is read and written under a lock on its folder (see the module docstring); the files
+    ``exclude`` (the plugin's option) leaves out are no part of it.
 
     Returns the file written and the header line.
 
@@ -83,14 +88,14 @@ def append_entry(path: str | Path, date: dt.date, *, date_order: DateOrder = "au
         raise FileNotFoundError(f"{path}: no such file or folder")
     try:
         with _lock(path):
-            return _append(path, date, date_order)
+            return _append(path, date, date_order, exclude)
     except Timeout as exc:
         raise ValueError(f"{path}: another worklog-gen new held the log for {LOCK_TIMEOUT_S} s; try again") from exc
 
 
-def _append(path: Path, date: dt.date, date_order: DateOrder) -> tuple[Path, str]:
+def _append(path: Path, date: dt.date, date_order: DateOrder, exclude: Exclusion | None) -> tuple[Path, str]:
     """:func:`append_entry` once its lock is held."""
-    log = load(path, date_order=date_order)
+    log = load(path, date_order=date_order, exclude=exclude)
     for e in log.entries:
         if e.date == date:
             raise ValueError(f"{e.source}: {date} already has an entry{f' ({e.header})' if e.header else ''}: "
@@ -111,6 +116,8 @@ def _append(path: Path, date: dt.date, date_order: DateOrder) -> tuple[Path, str
     shape = next((s for s in SHAPES if in_file and s.name == in_file[-1].shape), None)
     if shape is not None and shape is not SHAPES[0]:  # a progress heading or a date line, after the file's last
         header = shape.next_header(in_file[-1].header, date, log.date_order)
+    elif newest is not None and not newest.header and not path.is_file() and log.target_date is None:
+        header = ""  # a folder of day files without headers (Obsidian's daily notes): the file's name is its date
     else:
         if log.target_date is None:
             raise ValueError(f"{path}: no target date known: no entry has a countdown")
@@ -120,7 +127,7 @@ def _append(path: Path, date: dt.date, date_order: DateOrder) -> tuple[Path, str
         file = file.parent / f"{date.isoformat()}.md"
         if file.exists():
             raise ValueError(f"{file}: already exists")
-        file.write_text(header + "\n", encoding="utf-8")
+        file.write_text(header + "\n" if header else "", encoding="utf-8")
         return file, header
     data = file.read_bytes()
     try:

@@ -21,6 +21,7 @@ import os
 import re
 from pathlib import Path
 
+import pathspec
 from markdown_it import MarkdownIt
 
 from worklog_gen.log import repair
@@ -36,11 +37,34 @@ _CONTAINER_PREFIX = re.compile(r"(?:[ \t>]|[-+*](?=[ \t])|\d{1,9}[.)](?=[ \t]))*
 _CONTAINERS = frozenset({"bullet_list_open", "ordered_list_open", "blockquote_open"})
 
 
-def worklog_files(paths: list[str | Path] | str | Path) -> list[Path]:
+class Exclusion:
+    """The files of a worklog folder that the plugin's ``exclude`` option leaves out: gitignore-style
+    patterns relative to the folder, as MkDocs' ``exclude_docs`` (``templates/``, ``private/**``,
+    ``*.draft.md``). An excluded file is no file of the log, is never published (linked or shown
+    as an image, it is a file not found), and no wikilink finds it."""
+
+    def __init__(self, folder: str | Path, spec: pathspec.PathSpec | None = None):
+        self.folder = Path(folder).resolve()
+        self.spec = spec
+
+    def __call__(self, path: str | Path) -> bool:
+        """Whether ``path`` (a file in the folder, or below it once resolved) is left out."""
+        if self.spec is None:
+            return False
+        for candidate in (Path(os.path.abspath(path)), Path(path).resolve()):
+            try:
+                rel = candidate.relative_to(self.folder)
+            except ValueError:
+                continue
+            return self.spec.match_file(rel.as_posix())
+        return False
+
+
+def worklog_files(paths: list[str | Path] | str | Path, exclude: Exclusion | None = None) -> list[Path]:
     """The ``*.md`` files named by ``paths``: files as given, folders searched
-    recursively (sorted, skipping hidden files and folders), each file once. A symbolic link in a
-    folder that is no file (a loop, or a link to nothing) is listed too, so that
-    :func:`read_log_file` refuses it with a warning rather than leave it out without a word.
+    recursively (sorted, skipping hidden files and folders, and those ``exclude`` leaves out), each
+    file once. A symbolic link in a folder that is no file (a loop, or a link to nothing) is listed
+    too, so that :func:`read_log_file` refuses it with a warning rather than leave it out without a word.
 
     Raises:
         FileNotFoundError: a path does not exist.
@@ -54,6 +78,7 @@ def worklog_files(paths: list[str | Path] | str | Path) -> list[Path]:
                 q
                 for q in p.rglob("*.md")
                 if (q.is_file() or q.is_symlink()) and not any(part.startswith(".") for part in q.relative_to(p).parts)
+                and not (exclude and exclude(q))
             )
         elif p.is_file():
             found.append(p)

@@ -77,7 +77,7 @@ from worklog_gen.log.shapes import (
     shapes_help,
 )
 from worklog_gen.log.diagnostics import Diagnostic, DiagnosticCode
-from worklog_gen.log.files import display_name, read_log_file, worklog_files
+from worklog_gen.log.files import Exclusion, display_name, read_log_file, worklog_files
 from worklog_gen.log.model import DateOrder, Entry, SourceFile, Worklog
 from worklog_gen.log.markdown_scan import scan
 from worklog_gen.log import local_files, wikilinks
@@ -243,14 +243,14 @@ def _empty_entries(entries: list[Entry]) -> list[Diagnostic]:
                        DiagnosticCode.EMPTY_ENTRY) for e in entries if not e.body.strip()]
 
 
-def _file_problems(src: SourceFile, file: Path, folder: Path) -> list[Diagnostic]:
+def _file_problems(src: SourceFile, file: Path, folder: Path, exclude: Exclusion | None = None) -> list[Diagnostic]:
     """Unknown Hugo shortcodes, and figures, images and linked files (:mod:`~worklog_gen.log.local_files`)
-    that are missing or lead outside ``folder`` (the worklog folder), in the entries of ``src``, read
-    from ``file``."""
+    that are missing (or left out by ``exclude``) or lead outside ``folder`` (the worklog folder), in
+    the entries of ``src``, read from ``file``."""
     out = []
 
     def find(image: str) -> Image:
-        return find_image(image, file, folder)
+        return find_image(image, file, folder, exclude)
 
     for e in src.entries:
         if has_markup(e.body):
@@ -351,7 +351,8 @@ def _unrecognised(files: list[SourceFile], entries: list[Entry]) -> list[Diagnos
                 if _DATE_LIKE.search(line)][:3]
         hint = f" The lines that look most like a date: {'; '.join(near)}" if near else " No line looks like a date"
         out.append(Diagnostic(f.path, 1, f"no entry recognised in this file. Entry headers understood: {shapes_help()}."
-                              + hint + ".", DiagnosticCode.NO_ENTRIES))
+                              + hint + ". A file that is no part of the log (a template, a note) can be left out "
+                              "with the plugin's `exclude` option.", DiagnosticCode.NO_ENTRIES))
     if files and not entries and not out:
         why = (": every file was refused (see above)" if all(f.refused for f in files)
                else f". Entry headers understood: {shapes_help()}.")
@@ -446,6 +447,7 @@ def _parse_texts(
     year: int | None = None,
     today: dt.date | None = None,
     files: dict[str, tuple[Path, Path]] | None = None,
+    exclude: Exclusion | None = None,
 ) -> Worklog:
     """Parse ``(path, text)`` pairs into one :class:`Worklog`; ``extra`` diagnostics
     (from decoding) join the parser's; ``year`` and ``today`` date a progress log's
@@ -459,10 +461,10 @@ def _parse_texts(
         for p in prepared:
             src, more = _build(p, order, year, today)
             file, folder = (files or {}).get(p.path, (None, None))
-            vault = vaults.setdefault(folder, wikilinks.Vault(folder)) if folder is not None else None
+            vault = vaults.setdefault(folder, wikilinks.Vault(folder, exclude)) if folder is not None else None
             more += _analyse(src, file or Path(p.path), vault)
             src.file = file
-            more += _file_problems(src, file or Path(p.path), folder or Path(p.path).parent)
+            more += _file_problems(src, file or Path(p.path), folder or Path(p.path).parent, exclude)
             more += _empty_entries(src.entries)
             sources.append(src)
             diagnostics += more
@@ -491,7 +493,8 @@ def _no_cycle_collection() -> Iterator[None]:
 
 
 def load(paths: list[str | Path] | str | Path, *, date_order: DateOrder = "auto", year: int | None = None,
-         today: dt.date | None = None, relative_to: str | Path | None = None) -> Worklog:
+         today: dt.date | None = None, relative_to: str | Path | None = None,
+         exclude: Exclusion | None = None) -> Worklog:
     """Parse files and folders of ``*.md`` files into one :class:`Worklog`.
 
     Files are read as bytes and decoded as UTF-8 (other encodings with a warning, see
@@ -508,7 +511,8 @@ def load(paths: list[str | Path] | str | Path, *, date_order: DateOrder = "auto"
     entries and diagnostics (``worklog/log.md:12``); others as given.
 
     A file that is too large, not text, nested too deep, or a link that leads outside its
-    folder is refused with a warning and left out (:mod:`worklog_gen.log.files`).
+    folder is refused with a warning and left out (:mod:`worklog_gen.log.files`). A file that
+    ``exclude`` (the plugin's option) leaves out is not read, found or published.
 
     Raises:
         FileNotFoundError: a path does not exist.
@@ -517,7 +521,7 @@ def load(paths: list[str | Path] | str | Path, *, date_order: DateOrder = "auto"
     """
     texts, diagnostics, files = [], [], {}
     folders = [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
-    for q in worklog_files(paths):
+    for q in worklog_files(paths, exclude):
         name = display_name(q, relative_to)
         folder = next((f for f in folders if f.is_dir() and q.is_relative_to(f)), None)
         text, diags = read_log_file(q, name, folder)
@@ -529,4 +533,5 @@ def load(paths: list[str | Path] | str | Path, *, date_order: DateOrder = "auto"
         where = display_name(folders[0], relative_to) if folders else "<worklog>"
         why = "every file was refused (see above)" if diagnostics else "it holds no .md file"
         diagnostics.append(Diagnostic(where, 1, f"no entry in the log: {why}", DiagnosticCode.NO_ENTRIES))
-    return _parse_texts(texts, date_order=date_order, extra=diagnostics, year=year, today=today, files=files)
+    return _parse_texts(texts, date_order=date_order, extra=diagnostics, year=year, today=today, files=files,
+                        exclude=exclude)

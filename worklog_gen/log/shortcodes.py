@@ -175,13 +175,14 @@ class Image:
     refused: str = ""
 
 
-def find_image(src: str, entry_file: Path, folder: Path) -> Image:
+def find_image(src: str, entry_file: Path, folder: Path, excluded: Callable[[Path], bool] | None = None) -> Image:
     """The file a figure's ``src`` names, looked for beside the entry's file, then, for each
     folder above it up to ``folder`` (the worklog folder; three at most), in it and in its
     ``static/`` (Hugo's folder of files served at the site root, where ``/images/x.png`` lives).
     Only files inside ``folder`` count (:func:`worklog_gen.paths.inside`: ``..`` and symbolic
     links followed): a ``src`` whose ``..`` leads out of it, a link that points out of it, or an
-    absolute path naming a file outside it is refused."""
+    absolute path naming a file outside it is refused. A file that ``excluded`` (the plugin's
+    ``exclude``, :class:`~worklog_gen.log.files.Exclusion`) leaves out is not found."""
     rel = src.split("#")[0].split("?")[0]
     name = rel.lstrip("/")
     if not name:
@@ -195,7 +196,7 @@ def find_image(src: str, entry_file: Path, folder: Path) -> Image:
     ups = [up for up in [here, *list(here.parents)[:3]] if up == folder or up.is_relative_to(folder)]
     candidates = [here / name] + [c for up in ups for c in (up / "static" / name, up / name)]
     for candidate in candidates:
-        if not candidate.is_file():
+        if not candidate.is_file() or (excluded is not None and excluded(candidate)):
             continue
         try:
             return Image(inside(candidate, folder))

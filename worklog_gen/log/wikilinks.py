@@ -45,19 +45,21 @@ class Vault:
     """The files of a worklog ``folder`` by name, for wikilinks that name a file anywhere in it;
     listed once, the first time a name is not found by its path."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, excluded: Callable[[Path], bool] | None = None):
         self.folder = folder.absolute()
+        self.excluded = excluded or (lambda path: False)
+        """The files the plugin's ``exclude`` leaves out (:class:`~worklog_gen.log.files.Exclusion`): never found."""
         self._by_name: dict[str, list[Path]] | None = None
 
     def find(self, target: str, here: Path) -> Path | None:
         """The file ``target`` (a wikilink's, without heading or alias) names from the folder
         ``here``: beside it, from the folder's root, then by file name (case-insensitive), the one
         with the fewest folders between it and ``here`` first. Only a file inside the folder
-        counts. ``None`` when there is none."""
+        counts, and none that :attr:`excluded` leaves out. ``None`` when there is none."""
         name = target.strip().replace("\\", "/")
         names = [name] if name.lower().endswith(".md") else [f"{name}.md", name]  # a note, else a file
         for candidate in [c for n in names for c in (here / n, self.folder / n.lstrip("/"))]:
-            if candidate.is_file():
+            if candidate.is_file() and not self.excluded(candidate):
                 try:
                     return inside(candidate, self.folder)
                 except OutsideFolder:
@@ -66,7 +68,8 @@ class Vault:
             self._by_name = {}
             for dirpath, _, files in os.walk(self.folder):
                 for file in files:
-                    self._by_name.setdefault(file.lower(), []).append(Path(dirpath) / file)
+                    if not self.excluded(Path(dirpath) / file):
+                        self._by_name.setdefault(file.lower(), []).append(Path(dirpath) / file)
         found = [f for n in names for f in self._by_name.get(Path(n).name.lower(), [])]
         if not found:
             return None

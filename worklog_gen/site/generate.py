@@ -22,14 +22,14 @@ import posixpath
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Callable, Sequence
 
 import yaml
 from mkdocs.exceptions import PluginError
 
 from worklog_gen.freeze import render
 from worklog_gen.freeze import store as freeze
-from worklog_gen.config import UnknownTag, WorklogConfig, read_mkdocs_yml, worklog_folder
+from worklog_gen.config import UnknownTag, WorklogConfig, exclusion, read_mkdocs_yml, worklog_folder
 from worklog_gen.paths import inside
 from worklog_gen.site import assets, fallback, settings
 from worklog_gen.site import layout as paths
@@ -106,7 +106,15 @@ def log_sources(cfg: WorklogConfig, root: Path) -> set[Path]:
     worklog's pages, not pages of its own: the plugin takes these out of MkDocs' files, and
     :func:`write_site` leaves them out of its copy of the docs."""
     path = root / cfg.worklog_dir
-    return {p.resolve() for p in worklog_files(path)} if path.exists() else set()
+    return {p.resolve() for p in worklog_files(path, exclusion(cfg, root))} if path.exists() else set()
+
+
+def kept_out(cfg: WorklogConfig, root: Path) -> Callable[[Path], bool]:
+    """Whether a file of the docs folder stays out of the site as it is: one of the log's files
+    (:func:`log_sources`), whose pages are generated, or one that ``exclude`` leaves out of a log
+    kept in the docs folder (a template, a private note), which is never published."""
+    sources, excluded = log_sources(cfg, root), exclusion(cfg, root)
+    return lambda path: path.resolve() in sources or excluded(path)
 
 
 def load_log(cfg: WorklogConfig, root: Path, messages: list[Message], today: dt.date | None = None) -> Worklog:
@@ -121,7 +129,8 @@ def load_log(cfg: WorklogConfig, root: Path, messages: list[Message], today: dt.
     if not path.exists():
         raise PluginError(f"worklog: worklog_dir '{cfg.worklog_dir}' not found next to mkdocs.yml")
     try:
-        worklog = load(path, date_order=cfg.date_order, year=cfg.year, today=today, relative_to=root)
+        worklog = load(path, date_order=cfg.date_order, year=cfg.year, today=today, relative_to=root,
+                       exclude=exclusion(cfg, root))
     except (ValueError, OSError) as exc:
         raise PluginError(f"worklog: cannot read {cfg.worklog_dir}: {exc}") from exc
     # The parser reports everything the author must fix (invalid dates, duplicate days,
@@ -177,6 +186,7 @@ def generate(cfg: WorklogConfig, root: Path, *, site_name: str, site_url: str | 
         title=cfg.nav_title,
         root=root,
         worklog_dir=worklog_folder(cfg, root),
+        exclude=exclusion(cfg, root),
         sanitize=cfg.sanitize,
     )
     pages = worklog_pages(worklog, ctx)
@@ -426,9 +436,9 @@ def write_site(site: GeneratedSite, out: Path, cfg: WorklogConfig, *, docs_dir: 
     target = (out / "docs").resolve()
     if target.exists():
         shutil.rmtree(target)
-    sources = log_sources(cfg, mkdocs_yml.resolve().parent)
+    out_of_site = kept_out(cfg, mkdocs_yml.resolve().parent)
     shutil.copytree(docs_dir, target, ignore=lambda folder, names: [
-        n for n in names if Path(folder, n).resolve() in sources])  # a log kept in the docs: its pages are generated
+        n for n in names if out_of_site(Path(folder, n))])  # a log kept in the docs: its pages are generated
     (out / GENERATED_MARK).write_text("written by worklog-gen generate: docs/, nav.yml and mkdocs.yml are replaced "
                                       "on each run\n")
     for src, content in site.files.items():

@@ -41,6 +41,7 @@ from worklog_gen.site.markup import (
     md_escape,
     shift_headings,
 )
+from worklog_gen.log.files import Exclusion
 from worklog_gen.log.front_matter import title_heading
 from worklog_gen.log.wikilinks import rewrite
 from worklog_gen.log.local_files import can_run_script, file_links
@@ -137,6 +138,8 @@ class SiteContext:
     """The folder entry paths are relative to (``mkdocs.yml``'s), to find a post's images."""
     worklog_dir: Path | None = None
     """The worklog folder: a post's images are published only from inside it."""
+    exclude: Exclusion | None = None
+    """The files of the worklog folder the plugin's ``exclude`` leaves out: never published."""
     assets: dict[str, Path] = field(default_factory=dict)
     """Files the pages show, found while writing them: docs path -> file (a post's images, and
     the files of the log's folder that entries show or link, :func:`publish_files`)."""
@@ -416,7 +419,7 @@ def _publish(target: str, path: str, folder: str, ctx: SiteContext, line: int = 
     published, with a warning in ``ctx.withheld``. Returns its docs path (``None`` when it is not
     published) and what looking for it found."""
     file = ctx.root / path if ctx.root else Path(path)
-    found = find_image(target, file, ctx.worklog_dir or file.parent)
+    found = find_image(target, file, ctx.worklog_dir or file.parent, ctx.exclude)
     if found.path is None:
         return None, found
     if ctx.sanitize and can_run_script(found.path.name):

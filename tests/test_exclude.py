@@ -1,0 +1,94 @@
+"""The plugin's ``exclude`` option: files of the worklog folder that are no part of the log (an
+Obsidian vault's templates, private notes) are not read, found or published."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import subprocess
+import sys
+
+import pathspec
+import pytest
+
+from worklog_gen.log.authoring import append_entry
+from worklog_gen.log.files import Exclusion, worklog_files
+from worklog_gen.log.parse import load
+
+PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==")
+PATTERNS = "Templates/\nprivate/**\n*.draft.md\n"
+
+
+def _vault(root):
+    """An Obsidian vault used as the worklog folder: daily notes, a template, a private folder."""
+    log = root / "worklog"
+    for folder in ("Daily", "Templates", "private", "attachments"):
+        (log / folder).mkdir(parents=True)
+    (log / "Daily" / "2025-12-08.md").write_text("Read [[Triton notes]]. ![[roofline.png]] ![[salary.png]]\n",
+                                                 encoding="utf-8")
+    (log / "Daily" / "2025-12-09.md").write_text("Softmax at 4096 rows - Done\n![plan](../private/salary.png)\n",
+                                                 encoding="utf-8")
+    (log / "Daily" / "2025-12-10.draft.md").write_text("half a thought\n", encoding="utf-8")
+    (log / "Templates" / "Daily.md").write_text("{{date:YYYY-MM-DD}}\n## Read\n## Did\n", encoding="utf-8")
+    (log / "private" / "Triton notes.md").write_text("# Triton notes\n", encoding="utf-8")
+    (log / "private" / "salary.png").write_bytes(PNG)
+    (log / "attachments" / "roofline.png").write_bytes(PNG)
+    return log
+
+
+def _exclusion(log):
+    return Exclusion(log, pathspec.GitIgnoreSpec.from_lines(PATTERNS.splitlines()))
+
+
+def test_excluded_files_are_no_files_of_the_log(tmp_path):
+    log = _vault(tmp_path)
+    names = [p.relative_to(log).as_posix() for p in worklog_files(log, _exclusion(log))]
+    assert names == ["Daily/2025-12-08.md", "Daily/2025-12-09.md"]
+    assert len(worklog_files(log)) == 5  # without it, the template and the notes too
+
+
+def test_without_exclude_a_template_stops_the_build_and_the_message_says_how_to_leave_it_out(tmp_path):
+    errors = [d for d in load(_vault(tmp_path)).diagnostics if d.severity == "error"]
+    assert sorted(d.path.split("/")[-1] for d in errors) == ["Daily.md", "Triton notes.md"]
+    assert all("left out with the plugin's `exclude` option" in d.message for d in errors)
+
+
+def test_an_excluded_file_is_found_by_no_wikilink_or_link(tmp_path):
+    folder = _vault(tmp_path)
+    log = load(folder, exclude=_exclusion(folder))
+    assert [e.date for e in log.entries] == [dt.date(2025, 12, 8), dt.date(2025, 12, 9)]
+    found = sorted((d.path.split("/")[-1], d.line, d.code) for d in log.diagnostics)
+    assert found == [("2025-12-08.md", 1, "wikilink"), ("2025-12-08.md", 1, "wikilink"),
+                     ("2025-12-09.md", 2, "missing-image")]
+    assert [i.url for i in log.entries[0].images] == ["../attachments/roofline.png"]  # not excluded: found
+
+
+def test_new_leaves_excluded_files_alone(tmp_path):
+    folder = _vault(tmp_path)
+    file, header = append_entry(folder, dt.date(2025, 12, 11), exclude=_exclusion(folder))
+    assert (file.relative_to(folder).as_posix(), header, file.read_text()) == ("Daily/2025-12-11.md", "", "")
+
+
+def test_an_excluded_file_is_never_published_even_in_the_docs_folder(build_site):
+    files = {f"docs/journal/{p}": data for p, data in {
+        "Daily/2025-12-08.md": b"Read the PTX ISA. ![[roofline.png]] ![[salary.png]]\n",
+        "Daily/2025-12-09.md": b"Softmax at 4096 rows - Done\n",
+        "Templates/Daily.md": b"{{date:YYYY-MM-DD}}\n",
+        "private/notes.md": b"# Private\n",
+        "private/salary.png": PNG,
+        "attachments/roofline.png": PNG,
+    }.items()}
+    site = build_site(None, files=files, plugin={"worklog_dir": "docs/journal", "exclude": "Templates/\nprivate/\n"})
+    journal = sorted(p.relative_to(site).as_posix() for p in (site / "journal").rglob("*") if p.is_file())
+    assert journal == ["journal/attachments/roofline.png"]  # a file of the docs, as MkDocs publishes one; no page
+    assert (site / "worklog" / "2025-12-08" / "attachments" / "roofline.png").read_bytes() == PNG
+    assert not list(site.rglob("salary.png")) and not list(site.rglob("Templates")) and not list(site.rglob("private"))
+
+
+def test_exclude_is_a_block_of_patterns_as_mkdocs_exclude_docs(tmp_path):
+    (tmp_path / "worklog").mkdir()
+    (tmp_path / "worklog" / "log.md").write_text("2025-12-09\nRead the PTX ISA.\n", encoding="utf-8")
+    (tmp_path / "mkdocs.yml").write_text("site_name: x\nplugins:\n  - worklog:\n      exclude: [Templates/]\n",
+                                         encoding="utf-8")
+    run = subprocess.run([sys.executable, "-m", "worklog_gen", "check"], cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 2 and "exclude" in run.stderr and "Expected a multiline string" in run.stderr
