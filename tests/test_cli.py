@@ -78,6 +78,17 @@ def test_new_appends_todays_header_with_the_countdown(tmp_path, monkeypatch):
     assert log.read_text().count("12/12/25") == 1  # nothing appended twice
 
 
+def test_new_in_a_folder_of_daily_notes_writes_the_day_s_empty_file(tmp_path, monkeypatch):
+    """Obsidian's daily notes: a file a day, its name its date, no header and no target date."""
+    (tmp_path / "Daily").mkdir()
+    (tmp_path / "Daily" / "2025-12-09.md").write_text("Read the PTX ISA.\n")
+    monkeypatch.chdir(tmp_path)
+    result = run("new", tmp_path / "Daily", "--date", "2025-12-10")
+    assert result.exit_code == 0, result.output
+    assert result.output.strip().endswith("2025-12-10.md: added 2025-12-10")
+    assert (tmp_path / "Daily" / "2025-12-10.md").read_text() == ""
+
+
 @pytest.mark.parametrize("given, said", [("2026-02-30", "'2026-02-30' does not exist: day is out of range"),
                                          ("2026/02/03", "'2026/02/03' is not a date written YYYY-MM-DD")])
 def test_new_says_whether_a_date_does_not_exist_or_is_not_yyyy_mm_dd(tmp_path, monkeypatch, given, said):

@@ -238,7 +238,7 @@ def new(path: Path | None, day: dt.date | None, config_file: Path) -> None:
         raise UsageProblem(f"{target}: no such file or folder") from exc
     except OSError as exc:
         raise click.ClickException(f"cannot write {exc.filename or target}: {exc.strerror or exc}") from exc
-    click.echo(f"{file}: added {header}")
+    click.echo(f"{file}: added {header or date.isoformat()}")
 
 
 @main.command()
