@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from conftest import REPO, T_MINUS_LOGS, TMINUS_FIXTURE
 from worklog_gen.cli import main
 from worklog_gen.config import load_plugin_config
+from worklog_gen.log.parse import load
 
 
 def run(*args, cwd=None, **kwargs):
@@ -78,15 +79,18 @@ def test_new_appends_todays_header_with_the_countdown(tmp_path, monkeypatch):
     assert log.read_text().count("12/12/25") == 1  # nothing appended twice
 
 
-def test_new_in_a_folder_of_daily_notes_writes_the_day_s_empty_file(tmp_path, monkeypatch):
-    """Obsidian's daily notes: a file a day, its name its date, no header and no target date."""
+@pytest.mark.parametrize("first, then", [("2025-12-09.md", "2025-12-10.md"), ("2025_12_09.md", "2025_12_10.md")])
+def test_new_in_a_folder_of_daily_notes_writes_the_day_s_empty_file(tmp_path, monkeypatch, first, then):
+    """Obsidian's daily notes, or Logseq's journals: a file a day, its name its date (with the
+    newest's separator), no header and no target date."""
     (tmp_path / "Daily").mkdir()
-    (tmp_path / "Daily" / "2025-12-09.md").write_text("Read the PTX ISA.\n")
+    (tmp_path / "Daily" / first).write_text("Read the PTX ISA.\n")
     monkeypatch.chdir(tmp_path)
     result = run("new", tmp_path / "Daily", "--date", "2025-12-10")
     assert result.exit_code == 0, result.output
-    assert result.output.strip().endswith("2025-12-10.md: added 2025-12-10")
-    assert (tmp_path / "Daily" / "2025-12-10.md").read_text() == ""
+    assert result.output.strip().endswith(f"{then}: added 2025-12-10")
+    assert (tmp_path / "Daily" / then).read_text() == ""
+    assert [e.date.isoformat() for e in load(tmp_path / "Daily").entries] == ["2025-12-09", "2025-12-10"]
 
 
 @pytest.mark.parametrize("given, said", [("2026-02-30", "'2026-02-30' does not exist: day is out of range"),

@@ -224,6 +224,20 @@ def test_a_file_with_no_entry_is_an_error_naming_the_shapes_and_the_nearest_line
         assert "line 3: “Nov. 24th: finished the softmax notebook”" in error.message
 
 
+@pytest.mark.parametrize("name, date", [("2025-12-09.md", "2025-12-09"), ("2025_12_09.md", "2025-12-09"),
+                                        ("2025.12.09.md", "2025-12-09"), ("2025-12-09-warp-shuffles.md", "2025-12-09")])
+def test_a_file_named_by_its_date_is_that_day_as_logseq_and_jekyll_name_them(tmp_path, name, date):
+    (tmp_path / name).write_text("- Read the PTX ISA.\n  - wgmma reads B from shared memory\n", encoding="utf-8")
+    (entry,) = load(tmp_path).entries
+    assert (entry.date.isoformat(), entry.shape) == (date, "file")
+
+
+def test_a_file_named_by_a_date_that_does_not_exist_is_an_error(tmp_path):
+    (tmp_path / "2025_02_30.md").write_text("- Read the PTX ISA.\n", encoding="utf-8")
+    assert [(d.code, d.message) for d in load(tmp_path).diagnostics][0] == (
+        "invalid-date", "file name date 2025_02_30 is not a date")
+
+
 def test_an_index_file_may_hold_only_the_preamble(tmp_path):
     (tmp_path / "index.md").write_text("---\ntarget_date: 2025-05-12\n---\nMy rules.\n", encoding="utf-8")
     (tmp_path / "2025-01-05.md").write_text("A day.\n", encoding="utf-8")

@@ -22,6 +22,7 @@ from filelock import FileLock, Timeout
 from worklog_gen.log.shapes import SHAPES, HeaderStyle, format_header, header_style
 from worklog_gen.log.model import DateOrder
 from worklog_gen.log.files import Exclusion
+from worklog_gen.log.front_matter import DATE_STEM
 from worklog_gen.log.parse import load
 
 
@@ -64,8 +65,9 @@ def append_entry(path: str | Path, date: dt.date, *, date_order: DateOrder = "au
     one (``## November 25 - Day 26 of ML Systems``), and after a date line, the next date
     (:meth:`~worklog_gen.log.shapes.HeaderShape.next_header`): neither needs a target date.
     ``path`` is a log file, or a folder: then the file holding the newest entry. In a folder of
-    one-entry files (no header lines), a new file ``<date>.md`` holding the header line is written
-    next to the newest one; in a log with no target date (Obsidian's daily notes), an empty one,
+    one-entry files (no header lines), a new file ``<date>.md`` (its date written as the newest
+    file's name writes one: ``2025_12_10.md`` after ``2025_12_09.md``) holding the header line is
+    written next to the newest one; in a log with no target date (Obsidian's daily notes), an empty one,
     its name its date (the header returned is ``""``). A blank line separates the header from the
     text before it; the file's line ends (LF or CRLF) are kept and nothing before the end of the
     file is rewritten.
@@ -124,7 +126,8 @@ def _append(path: Path, date: dt.date, date_order: DateOrder, exclude: Exclusion
         style = header_style(in_file[-1].header, log.date_order) if in_file else HeaderStyle(order=log.date_order)
         header = format_header(date, (log.target_date - date).days, style=style)
     if newest is not None and not newest.header and not path.is_file():
-        file = file.parent / f"{date.isoformat()}.md"
+        named = DATE_STEM.match(file.name)  # the newest file's date separator: 2025_12_09.md in Logseq's journals
+        file = file.parent / f"{date:%Y-%m-%d}.md".replace("-", named["sep"] if named else "-")
         if file.exists():
             raise ValueError(f"{file}: already exists")
         file.write_text(header + "\n" if header else "", encoding="utf-8")

@@ -21,7 +21,9 @@ from worklog_gen.log.diagnostics import Diagnostic, DiagnosticCode
 
 _FM_COMMENT_OPEN = re.compile(r"^<!--[ \t]*(?:---[ \t]*)?$")
 _FM_COMMENT_CLOSE = re.compile(r"^(?:---[ \t]*)?-->[ \t]*$")
-_ISO_STEM = re.compile(r"^(\d{4}-\d{2}-\d{2})")
+DATE_STEM = re.compile(r"^(?P<y>\d{4})(?P<sep>[-_.])(?P<m>\d{2})(?P=sep)(?P<d>\d{2})(?!\d)")
+"""A file named by its date, year first: ``2025-12-09.md``, ``2025-12-09-warp-shuffles.md`` (Jekyll),
+``2025_12_09.md`` (Logseq's journals), ``2025.12.09.md``."""
 
 class AliasRefused(yaml.composer.ComposerError):
     """A YAML alias (``*name``) in front matter: the file is refused (see :class:`_FrontMatterLoader`)."""
@@ -135,8 +137,8 @@ def per_file_date(
 ) -> tuple[dt.date | None, int | None, list[Diagnostic]]:
     """Date and countdown of a one-entry file without header lines: the front matter's
     ``date`` (``fm``, read from ``span`` of ``lines``; of a mapping, as Material's blog writes
-    ``date: {created: 2025-02-01, updated: 2025-02-03}``, its ``created``), else an ISO date starting the
-    file name of ``path``; the countdown from ``countdown``. ``None`` date if neither
+    ``date: {created: 2025-02-01, updated: 2025-02-03}``, its ``created``), else a year-first date
+    starting the file name of ``path`` (:data:`DATE_STEM`); the countdown from ``countdown``. ``None`` date if neither
     gives one. Bad values are errors naming their line. Never raises on content.
     """
     diagnostics = []
@@ -164,12 +166,12 @@ def per_file_date(
                        "`date: {created: 2025-02-01}`), not a date")
                 diagnostics.append(Diagnostic(path, line, msg, DiagnosticCode.INVALID_DATE))
     if date is None:
-        m = _ISO_STEM.match(Path(path).name)
+        m = DATE_STEM.match(Path(path).name)
         if m:
             try:
-                date = dt.date.fromisoformat(m[1])
+                date = dt.date(int(m["y"]), int(m["m"]), int(m["d"]))
             except ValueError:
-                msg = f"file name date {m[1]} is not a date"
+                msg = f"file name date {m[0]} is not a date"
                 diagnostics.append(Diagnostic(path, 1, msg, DiagnosticCode.INVALID_DATE))
     countdown = None
     if date is not None and "countdown" in fm:
