@@ -363,6 +363,10 @@ def test_link_keeps_the_authors_url_and_domain():
         ("- [ ] Tiled GEMM - Done", "Tiled GEMM", TaskStatus.DONE),
         ("\u0130stanbul talk slides - DONE", "\u0130stanbul talk slides", TaskStatus.DONE),  # "İ".lower() is 2 chars
         ("- [X] Tiled GEMM", "Tiled GEMM", TaskStatus.DONE),
+        ("- TODO swizzle the program ids", "swizzle the program ids", TaskStatus.OPEN),  # Logseq's, Org mode's
+        ("- DONE tiled matmul", "tiled matmul", TaskStatus.DONE),
+        ("  - LATER read the FA3 paper", "read the FA3 paper", TaskStatus.OPEN),
+        ("1. NOW profile the softmax -> Tmr", "profile the softmax", TaskStatus.CARRIED),
     ],
 )
 def test_task_markers(line, text, status):
@@ -384,6 +388,9 @@ def test_task_markers(line, text, status):
         "Will code the triton matmul tmr;",
         "Do, Triton implementation of this next. ",
         "It is undone; nothing left.",
+        "- Now I know why the tail needs a mask",
+        "TODO: not a list item",
+        "- TODOs are for later",
     ],
 )
 def test_prose_is_not_a_task(line):

@@ -13,6 +13,9 @@ A line (outside code blocks) is a task when it carries a *status marker*:
   (``Next, MatMul in Triton`` and ``Next:`` start sentences; ``- Next;`` is a marker).
 * ``-> Tmr``, ``->Tmr`` (also ``→``, ``Tomorrow``) is carried.
 * A GitHub checkbox ``- [ ]`` is open, ``- [x]`` done.
+* A list item that starts with an outliner's keyword, in capitals, as Logseq and Org mode write
+  them (https://docs.logseq.com/#/page/tasks): ``- TODO swizzle the program ids`` (``DOING``,
+  ``NOW``, ``LATER``, ``WAITING``, ``WAIT``) is open, ``- DONE tiled matmul`` done.
 
 Markers are case-insensitive. When a line has several, the last one wins
 (``First learn, and then finish this. - Next; - Done;`` is done). :attr:`Task.text`
@@ -34,6 +37,7 @@ _MARKER_STATUS = {
 }
 _LIST_PREFIX = re.compile(r"^[ \t]*(?:>[ \t]?)*(?:(?:[-+*]|\d{1,9}[.)])[ \t]+)?")
 _CHECKBOX = re.compile(r"^\[(?P<mark>[ xX])\](?:[ \t]+|$)")
+_KEYWORD = re.compile(r"^(?P<word>TODO|DOING|NOW|LATER|WAITING|WAIT|DONE)(?:[ \t]+|$)")
 
 
 def status_markers(text: str) -> list[tuple[int, int, TaskStatus]]:
@@ -91,10 +95,14 @@ def parse_task(line: str, lineno: int = 0) -> Task | None:
     prefix = _LIST_PREFIX.match(line)
     rest = line[prefix.end() :] if prefix else line
     status = None
-    box = _CHECKBOX.match(rest) if prefix and prefix.group().strip() else None
+    item = bool(prefix and prefix.group().strip())
+    box = _CHECKBOX.match(rest) if item else None
     if box:
         status = TaskStatus.OPEN if box["mark"] == " " else TaskStatus.DONE
         rest = rest[box.end() :]
+    elif item and (keyword := _KEYWORD.match(rest)):
+        status = TaskStatus.DONE if keyword["word"] == "DONE" else TaskStatus.OPEN
+        rest = rest[keyword.end() :]
     markers = status_markers(rest)
     if markers:
         status = markers[-1][2]
@@ -132,7 +140,9 @@ def entry_tasks(lines: list[str], first_line: int, code_lines: set[int]) -> list
     return found
 
 
-_HINT = re.compile(r"(?:done|next|tmr|tomorrow)[ \t]*(?:[;.,!)]|$)|\[[ x]\]")
+_HINT = re.compile(r"(?:done|next|tmr|tomorrow)[ \t]*(?:[;.,!)]|$)|\[[ x]\]"
+                   r"|^[ \t>]*(?:[-+*]|\d{1,9}[.)])[ \t]+(?:todo|doing|now|later|wait|done)")
 """What every line :func:`parse_task` reads as a task holds, lower-cased: a checkbox,
-or a marker word followed by the end of the line or one of ``;.,!)``. A cheap test
+a marker word followed by the end of the line or one of ``;.,!)``, or a list item that starts
+with an outliner's keyword. A cheap test
 that skips most lines (searched without ``re.IGNORECASE``, which is twice as slow)."""
