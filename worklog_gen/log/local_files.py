@@ -56,6 +56,15 @@ def file_target(url: str, *, image: bool) -> str | None:
     return path
 
 
+def page_target(url: str) -> tuple[str, str] | None:
+    """``(path, fragment)`` of a link to a markdown file (``2025-12-08.md#wgmma``, ``../plan.md``),
+    percent-escapes decoded, which may be one of the log's own files; ``None`` for any other URL."""
+    parts = urlsplit(url)
+    if parts.scheme or parts.netloc or url.startswith("//") or not parts.path.lower().endswith((".md", ".markdown")):
+        return None
+    return unquote(parts.path), parts.fragment
+
+
 def file_links(images: Iterable[Link], links: Iterable[Link]) -> Iterator[tuple[Link, str, bool]]:
     """``(image or link, the path it names, whether it is an image)`` for each of ``images``, then
     ``links`` (an entry's, or a preamble's), that names a file (:func:`file_target`)."""

@@ -25,7 +25,6 @@ import html
 import json
 import posixpath
 import re
-from urllib.parse import unquote, urlsplit
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -44,7 +43,7 @@ from worklog_gen.site.markup import (
 from worklog_gen.log.files import Exclusion
 from worklog_gen.log.front_matter import title_heading
 from worklog_gen.log.wikilinks import rewrite
-from worklog_gen.log.local_files import can_run_script, file_links
+from worklog_gen.log.local_files import can_run_script, file_links, page_target
 from worklog_gen.log.repair import code_span_ranges, track_fence
 from worklog_gen.log.shortcodes import Image, find_image, has_markup, is_url, resolve_urls, to_markdown
 from worklog_gen.site.old_links import OldSiteLinks
@@ -349,12 +348,11 @@ def _link_log_files(log: Worklog, sources: list[tuple[str, list[Link]]], ctx: Si
     for path, links in sources:
         mine, here = ctx.published.setdefault(path, {}), (ctx.root / path if ctx.root else Path(path)).parent
         for link in links:
-            parts = urlsplit(link.url)
-            if link.url in mine or parts.scheme or parts.netloc or not parts.path.lower().endswith((".md", ".markdown")):
+            if link.url in mine or (target := page_target(link.url)) is None:
                 continue
-            page = pages.get((here / unquote(parts.path)).resolve())
+            page = pages.get((here / target[0]).resolve())
             if page is not None:
-                mine[link.url] = page + (f"#{parts.fragment}" if parts.fragment else "")
+                mine[link.url] = page + (f"#{target[1]}" if target[1] else "")
 
 
 def _published_links(body: str, path: str, links: list[Link], src: str, ctx: SiteContext) -> tuple[str, list[Link]]:
