@@ -153,3 +153,32 @@ def test_jekyll_and_material_posts_build_strict_with_their_figure_published(buil
     assert "Five steps, 32 lanes." in text and "{{ page.title }}" in text
     material = (site / "worklog" / "2025-02-01-tensor-cores-on-hopper" / "index.html").read_text(encoding="utf-8")
     assert BeautifulSoup(material, "html.parser").find("article").get_text().count("Tensor cores on Hopper") == 1
+
+
+HUGO_TOML_POST = """\
++++
+title = "Warp shuffles"
+date = 2025-01-05T18:30:00+01:00
+tags = ["cuda", "reduction"]
+categories = ["learning-log"]
+draft = false
++++
+
+A warp can sum 32 floats without shared memory.
+"""
+
+
+def test_a_hugo_post_may_give_its_front_matter_in_toml():
+    """Hugo's own default: ``+++`` around TOML (https://gohugo.io/content-management/front-matter/)."""
+    log = parse(HUGO_TOML_POST, "content/posts/warp-shuffles.md")
+    (post,) = log.entries
+    assert (post.shape, post.title, post.date, post.tags, post.draft) == (
+        "post", "Warp shuffles", dt.date(2025, 1, 5), ["cuda", "reduction", "learning-log"], False)
+    assert log.diagnostics == [] and log.reassemble() == HUGO_TOML_POST
+    assert parse(HUGO_TOML_POST.replace("draft = false", "draft = true"), "p.md").entries[0].draft
+
+
+def test_invalid_toml_front_matter_is_an_error_naming_its_line():
+    log = parse('+++\ntitle = "Warp shuffles\ndate = 2025-01-05\n+++\nA warp.\n', "p.md")
+    bad = [d for d in log.diagnostics if d.code == "front-matter"]
+    assert [(d.line, d.severity) for d in bad] == [(2, "error")] and "not valid TOML" in bad[0].message

@@ -1,9 +1,10 @@
 """Front matter of a worklog file: where it is, its YAML, and what the parser reads
 from it.
 
-Recognised forms: ``---`` ... ``---`` (or ``...``) at the top of the file, and the
-HTML comment forms that Jekyll/al-folio exports leave, ``<!-- ---`` ... ``--- -->``
-and ``<!--``/``---`` ... ``---``/``-->``. Keys the parser reads: ``target_date`` or
+Recognised forms: ``---`` ... ``---`` (or ``...``) at the top of the file, the HTML
+comment forms that Jekyll/al-folio exports leave, ``<!-- ---`` ... ``--- -->`` and
+``<!--``/``---`` ... ``---``/``-->``, and Hugo's TOML between ``+++`` lines
+(https://gohugo.io/content-management/front-matter/). Keys the parser reads: ``target_date`` or
 ``target`` (the log's target date, YYYY-MM-DD), and in a one-entry file without
 header lines ``date`` and ``countdown``.
 """
@@ -12,10 +13,16 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import sys
 from pathlib import Path
 
 import yaml
 from dateutil import parser as dateparser
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # the same parser, before it joined the standard library
+    import tomli as tomllib
 
 from worklog_gen.log.diagnostics import Diagnostic, DiagnosticCode
 
@@ -62,15 +69,17 @@ def front_matter_span(lines: list[str]) -> Span:
     """``(end, yaml_start, yaml_end)`` of the front matter in ``lines``; ``(0, 0, 0)`` if none.
 
     ``end`` is the number of front matter lines; ``lines[yaml_start:yaml_end]`` is
-    the YAML. Recognises ``---``/``---`` (or ``...``) at the top, and the HTML
-    comment forms ``<!-- ---`` ... ``--- -->`` and ``<!--``/``---`` ... ``---``/``-->``.
+    the YAML (or TOML). Recognises ``---``/``---`` (or ``...``) at the top, the HTML
+    comment forms ``<!-- ---`` ... ``--- -->`` and ``<!--``/``---`` ... ``---``/``-->``, and
+    Hugo's ``+++``/``+++`` around TOML.
     """
     if not lines:
         return 0, 0, 0
     first = lines[0].rstrip(" \t")
-    if first == "---":
+    if first in ("---", "+++"):
+        ends = ("---", "...") if first == "---" else ("+++",)
         for i in range(1, len(lines)):
-            if lines[i].rstrip(" \t") in ("---", "..."):
+            if lines[i].rstrip(" \t") in ends:
                 return i + 1, 1, i
         return 0, 0, 0
     if not _FM_COMMENT_OPEN.match(first):
@@ -103,6 +112,8 @@ def read_front_matter(lines: list[str], span: Span, path: str) -> tuple[dict, li
     end, a, b = span
     if not end:
         return {}, []
+    if lines[0].rstrip(" \t") == "+++":
+        return _read_toml(lines, span, path)
     try:
         data = yaml.load("\n".join(lines[a:b]), Loader=_FrontMatterLoader) if b > a else None
     except AliasRefused as exc:
@@ -124,10 +135,23 @@ def read_front_matter(lines: list[str], span: Span, path: str) -> tuple[dict, li
     return data, []
 
 
+def _read_toml(lines: list[str], span: Span, path: str) -> tuple[dict, list[Diagnostic]]:
+    """:func:`read_front_matter` of Hugo's TOML front matter (``+++``): its table, or ``{}`` and an
+    error naming the line where it is not valid TOML."""
+    _, a, b = span
+    try:
+        return tomllib.loads("\n".join(lines[a:b])), []
+    except tomllib.TOMLDecodeError as exc:
+        where = re.search(r"\(at line (\d+)", str(exc))
+        line = a + (int(where[1]) if where else 1)
+        problem = str(exc).split(" (at ")[0]
+        return {}, [Diagnostic(path, line, f"front matter is not valid TOML: {problem}", DiagnosticCode.FRONT_MATTER)]
+
+
 def _key_line(lines: list[str], a: int, b: int, key: str) -> int | None:
-    """1-based line of ``key:`` in ``lines[a:b]``, if any."""
+    """1-based line of ``key:`` (YAML) or ``key =`` (TOML) in ``lines[a:b]``, if any."""
     for i in range(a, b):
-        if re.match(rf"^{key}\s*:", lines[i]):
+        if re.match(rf"^{key}\s*[:=]", lines[i]):
             return i + 1
     return None
 
