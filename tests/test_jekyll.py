@@ -182,3 +182,35 @@ def test_invalid_toml_front_matter_is_an_error_naming_its_line():
     log = parse('+++\ntitle = "Warp shuffles\ndate = 2025-01-05\n+++\nA warp.\n', "p.md")
     bad = [d for d in log.diagnostics if d.code == "front-matter"]
     assert [(d.line, d.severity) for d in bad] == [(2, "error")] and "not valid TOML" in bad[0].message
+
+
+def test_a_post_s_cross_references_lead_to_the_posts_they_name(build_site):
+    """Jekyll's ``post_url`` and ``link``, Hugo's ``ref`` and ``relref`` (a page bundle too): each is
+    the page of the post it names; one that names none is a warning at its line."""
+    block_reduce = """\
+---
+title: Block reduce
+date: 2025-01-08
+---
+Builds on [the warp tree]({% post_url 2025-01-05-warp-shuffles %}) and [again]({% link _posts/2025-01-05-warp-shuffles.md %}).
+Also [the bundle]({{< ref "bundle" >}}) and [its tail]({{< relref "bundle#tail" >}}).
+`{% post_url 2025-01-05-warp-shuffles %}` in code stays.
+"""
+    files = {"worklog/_posts/2025-01-05-warp-shuffles.md": AL_FOLIO_POST.encode(),
+             "worklog/_posts/2025-01-08-block-reduce.md": block_reduce.encode(),
+             "worklog/posts/bundle/index.md": (HUGO_TOML_POST.replace("Warp shuffles", "A bundle")
+                                               + "\n## Tail\n\nThe last 32 lanes.\n").encode(),
+             "worklog/assets/img/tree.png": PNG}
+    site = build_site(None, files=files)
+    page = site / "worklog" / "2025-01-08-block-reduce" / "index.html"
+    article = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser").find("article")
+    hrefs = {a.get_text(): a["href"] for a in article.find_all("a")}
+    assert hrefs["the warp tree"] == hrefs["again"] == "../2025-01-05-warp-shuffles-or-how-to-reduce-without-shared/"
+    assert (hrefs["the bundle"], hrefs["its tail"]) == ("../2025-01-05-a-bundle/", "../2025-01-05-a-bundle/#tail")
+    assert article.find("code", string="{% post_url 2025-01-05-warp-shuffles %}") is not None
+    log = load(site.parent / "worklog")
+    assert [d for d in log.diagnostics if d.severity != "info"] == []
+    reading = (site / "worklog" / "reading-list" / "index.html").read_text(encoding="utf-8")
+    assert "warp shuffle functions" in reading and "a-bundle" not in reading  # what was read, not written
+    gone = parse("---\ntitle: T\ndate: 2025-01-05\n---\n[x]({% post_url 2024-01-01-nothing %})\n", "p.md")
+    assert [(d.line, d.code) for d in gone.diagnostics] == [(5, "missing-file")]

@@ -9,7 +9,7 @@ from pathlib import Path
 from bs4 import BeautifulSoup
 
 from worklog_gen.log.parse import load, parse
-from worklog_gen.log.wikilinks import Vault, resolve, rewrite
+from worklog_gen.log.internal_links import Vault, resolve, rewrite
 from worklog_gen.site.pages import SiteContext, summary
 
 PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==")
@@ -110,4 +110,4 @@ def test_a_wikilink_leads_to_the_day_s_page_and_its_image_is_published(build_sit
 
 def test_without_wikilinks_an_entry_records_none():
     (entry,) = parse("2025-12-09\nRead [the guide](https://docs.nvidia.com/cuda/).\n", "n.md").entries
-    assert entry.wikilinks == {}
+    assert entry.internal_links == {}

@@ -98,9 +98,9 @@ class Entry:
     """A post with ``draft: true``: parsed and checked, left out of the built site."""
     shape: ShapeName = "t-minus"
     """The shape the entry was written in (:data:`ShapeName`)."""
-    wikilinks: dict[str, str] = field(default_factory=dict)
+    internal_links: dict[str, str] = field(default_factory=dict)
     """Each Obsidian wikilink of :attr:`body` (``[[2025-12-08]]``) and the markdown it stands for
-    (:func:`worklog_gen.log.wikilinks.resolve`); empty without one."""
+    (:func:`worklog_gen.log.internal_links.resolve`); empty without one."""
 
     @property
     def kind(self) -> EntryKind:
@@ -162,8 +162,8 @@ class SourceFile:
     """The preamble's links, as an entry's (:attr:`Entry.links`); not in the reading list."""
     preamble_images: list[Link] = field(default_factory=list)
     """The preamble's images, as an entry's (:attr:`Entry.images`)."""
-    preamble_wikilinks: dict[str, str] = field(default_factory=dict)
-    """The preamble's wikilinks, as an entry's (:attr:`Entry.wikilinks`)."""
+    preamble_internal_links: dict[str, str] = field(default_factory=dict)
+    """The preamble's wikilinks, as an entry's (:attr:`Entry.internal_links`)."""
     entries: list[Entry] = field(default_factory=list)
     """This file's entries in file order."""
     line_count: int = 0

@@ -80,7 +80,7 @@ from worklog_gen.log.diagnostics import Diagnostic, DiagnosticCode
 from worklog_gen.log.files import Exclusion, display_name, read_log_file, worklog_files
 from worklog_gen.log.model import DateOrder, Entry, SourceFile, Worklog
 from worklog_gen.log.markdown_scan import scan
-from worklog_gen.log import local_files, wikilinks
+from worklog_gen.log import internal_links, local_files
 from worklog_gen.log.shortcodes import Image, find_image, find_problems, has_markup, resolve_urls
 from worklog_gen.log.tasks import entry_tasks
 
@@ -262,7 +262,7 @@ def _file_problems(src: SourceFile, file: Path, folder: Path, exclude: Exclusion
     return out
 
 
-def _analyse(src: SourceFile, file: Path, vault: wikilinks.Vault | None) -> list[Diagnostic]:
+def _analyse(src: SourceFile, file: Path, vault: internal_links.Vault | None) -> list[Diagnostic]:
     """Set the links, words and tasks of every entry of ``src`` (read from ``file``), and the
     links and images of its preamble: one markdown-it-py parse each
     (:func:`worklog_gen.log.markdown_scan.scan`), of the text as its page shows it (wikilinks,
@@ -271,13 +271,13 @@ def _analyse(src: SourceFile, file: Path, vault: wikilinks.Vault | None) -> list
     diagnostics = []
     if src.preamble.strip() and not src.refused:
         first_line = src.front_matter_lines + 1
-        text, src.preamble_wikilinks, more = wikilinks.resolve(src.preamble, file, vault, src.path, first_line)
+        text, src.preamble_internal_links, more = internal_links.resolve(src.preamble, file, vault, src.path, first_line)
         found = scan(text, first_line)
         src.preamble_links, src.preamble_images = found.links, found.images
         diagnostics += more
     for e in src.entries:
         first_line = e.line + 1 if e.header else e.line
-        text, e.wikilinks, more = wikilinks.resolve(e.body, file, vault, e.path, first_line)
+        text, e.internal_links, more = internal_links.resolve(e.body, file, vault, e.path, first_line)
         found = scan(resolve_urls(text), first_line)  # a Jekyll post's {{ site.baseurl }}/x.png is /x.png
         e.links, e.words, e.images = found.links, found.words, found.images
         e.tasks = entry_tasks(e.body.split("\n"), first_line, found.code_lines)
@@ -461,7 +461,7 @@ def _parse_texts(
         for p in prepared:
             src, more = _build(p, order, year, today)
             file, folder = (files or {}).get(p.path, (None, None))
-            vault = vaults.setdefault(folder, wikilinks.Vault(folder, exclude)) if folder is not None else None
+            vault = vaults.setdefault(folder, internal_links.Vault(folder, exclude)) if folder is not None else None
             more += _analyse(src, file or Path(p.path), vault)
             src.file = file
             more += _file_problems(src, file or Path(p.path), folder or Path(p.path).parent, exclude)

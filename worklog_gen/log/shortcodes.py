@@ -54,7 +54,9 @@ LIQUID_URL_RE = re.compile(
 ``{{ site.url }}``, both), or a path through ``relative_url`` or ``absolute_url``."""
 LIQUID_OUTPUT_RE = re.compile(r"\{\{-?[ \t]*(?:site|page|post|include|layout|paginator|content)\b[^{}]*\}\}")
 """Other Liquid output of a Jekyll page (``{{ page.title }}``), which stays as text, with a warning."""
-KNOWN = ("figure", "x", "tweet", "youtube", "highlight", "raw", "liquid-url")
+KNOWN = ("figure", "x", "tweet", "youtube", "highlight", "raw", "liquid-url",
+         "ref", "relref", "post_url", "link")
+"""What this module, or :mod:`~worklog_gen.log.internal_links` (the cross-references to another post), reads."""
 _VERBATIM = ("highlight", "raw")
 """Blocks whose text is not read for shortcodes or Liquid, up to their closing tag."""
 

@@ -42,7 +42,7 @@ from worklog_gen.site.markup import (
 )
 from worklog_gen.log.files import Exclusion
 from worklog_gen.log.front_matter import title_heading
-from worklog_gen.log.wikilinks import rewrite
+from worklog_gen.log.internal_links import rewrite
 from worklog_gen.log.local_files import can_run_script, file_links, page_target
 from worklog_gen.log.repair import code_span_ranges, track_fence
 from worklog_gen.log.shortcodes import Image, find_image, has_markup, is_url, resolve_urls, to_markdown
@@ -84,7 +84,7 @@ def summary(entry: Entry, limit: int = SUMMARY_CHARS) -> str:
     prose (a first link is its title), cut at a word boundary to at most ``limit``
     characters with ``…``. ``"(no text)"`` for an empty entry. Plain text; a post's Hugo
     shortcodes read as the page shows them (a figure as its caption or alt text)."""
-    body = rewrite(entry.body, entry.wikilinks)
+    body = rewrite(entry.body, entry.internal_links)
     body = to_markdown(body, lambda image: None) if has_markup(body) else body
     text = prose(body).split("\n", 1)[0]
     if not text:
@@ -296,10 +296,10 @@ def title_meta(title: str) -> str:
 def entry_body(entry: Entry, src: str, ctx: SiteContext) -> str:
     """The author's text of ``entry`` as its page (docs path ``src``) shows it: lists made
     CommonMark, Obsidian's wikilinks as the parser resolved them
-    (:func:`~worklog_gen.log.wikilinks.rewrite`), old-site links handled (``ctx.old_links``), Hugo shortcodes and Jekyll's Liquid as
+    (:func:`~worklog_gen.log.internal_links.rewrite`), old-site links handled (``ctx.old_links``), Hugo shortcodes and Jekyll's Liquid as
     the markdown they stand for (a figure's image published beside the page, :func:`_image_url`);
     a post's first heading left out when it is its title, which the page shows above it."""
-    body = resolve_urls(rewrite(commonmark_lists(entry.body), entry.wikilinks))  # as the parser read its links
+    body = resolve_urls(rewrite(commonmark_lists(entry.body), entry.internal_links))  # as the parser read its links
     body, rest = _published_links(body, entry.path, [*entry.links, *entry.images], src, ctx)
     body = ctx.old_links.rewrite(body, rest, entry.path).strip("\n")
     if has_markup(body):  # Hugo shortcodes and Jekyll's Liquid, as the markdown they stand for
@@ -478,7 +478,7 @@ def home_page(log: Worklog, ctx: SiteContext) -> str:
     heatmap and the timeline newest first by month, one summary line per entry. The heatmap's
     files (:func:`home_files`) go into ``ctx.files``."""
     src = ctx.layout.home
-    prefaced = [(f.title, rewrite(f.preamble, f.preamble_wikilinks), f.path, [*f.preamble_links, *f.preamble_images])
+    prefaced = [(f.title, rewrite(f.preamble, f.preamble_internal_links), f.path, [*f.preamble_links, *f.preamble_images])
                 for f in log.files if f.preamble.strip() and not f.refused]
     if not log.files and log.preamble.strip():  # a log made in code, without its files
         prefaced = [("", log.preamble, log.paths[0] if log.paths else "<worklog>", _preamble_links(log.preamble))]
@@ -544,9 +544,11 @@ def _preamble_links(preamble: str) -> list[Link]:
 
 def reading_list_page(log: Worklog, ctx: SiteContext) -> str:
     """Every link of the log once (by URL), with its title, domain and the days it
-    appears on, linked to their pages."""
+    appears on, linked to their pages; not those to the log's own entries (``[[2025-12-08]]``,
+    ``[yesterday](2025-12-08.md)``, a post's cross-reference), which the author wrote, not read."""
     src = ctx.layout.reading_list
-    items = reading_list(log.entries)
+    items = [item for item in reading_list(log.entries)
+             if page_target(item.url) is None or ctx.published.get(item.entries[0].path, {}).get(item.url) is None]
     parts = [
         "# Reading list",
         f"{len(items)} distinct links from {len(log.entries)} entries, in order of first appearance.",

@@ -1,20 +1,26 @@
-"""Obsidian's wikilinks in a log, read as the markdown links they stand for.
+"""Links between the log's own files that only their own tool reads: Obsidian's wikilinks, and
+the cross-references of Hugo's and Jekyll's posts, read as the markdown links they stand for.
 
 A log kept in Obsidian (daily notes, a file per day) links its notes as ``[[2025-12-08]]``,
 ``[[Triton notes#Masks|the masks]]`` and shows its images as ``![[roofline.png]]`` or
-``![[roofline.png|400]]``, which any other renderer shows as raw text. Each one is found
-(outside code) and resolved as Obsidian resolves it
-(https://help.obsidian.md/links): a name without a suffix is a note (``.md``), looked for beside
-the linking file, then from the worklog folder's root, then by its file name anywhere in that
-folder (the nearest first). It is then the markdown link or image it stands for, to that file by
-its path relative to the linking file (``[the masks](<Triton notes.md#masks>)``,
-``![roofline.png](<attachments/roofline.png>)``), so the rest of the site treats it as any other
-link to a file beside the log: a note of the log leads to its page, an image or file is published.
-A size after an image (``|400``, ``|400x300``) is dropped; an embedded note (``![[Note]]``) is a
-link to it. One that names no file in the folder (in Obsidian, a note not written yet) is its
-text (the alias, else the name), with a note (``wikilink``, info: it never fails a build).
+``![[roofline.png|400]]``; a Hugo post links another as ``[the tree]({{< ref "warp-shuffles.md" >}})``
+(or ``relref``), a Jekyll post as ``[the tree]({% post_url 2025-01-05-warp-shuffles %})`` (or
+``{% link _posts/2025-01-05-warp-shuffles.md %}``). Any other renderer shows them as raw text. Each
+one is found (outside code) and resolved as its tool resolves it (https://help.obsidian.md/links,
+https://gohugo.io/methods/shortcode/ref/, https://jekyllrb.com/docs/liquid/tags/#linking-to-posts):
+a name without a suffix is a note (``.md``, or a Hugo page bundle's ``index.md``), looked for
+beside the linking file, then from the worklog folder's root, then by its file name anywhere in
+that folder (the nearest first). It is then the markdown link or image it stands for, to that file
+by its path relative to the linking file (``[the masks](<Triton notes.md#masks>)``,
+``![roofline.png](<attachments/roofline.png>)``; a cross-reference, inside its link, the path
+alone), so the rest of the site treats it as any other link to a file beside the log: a note of the
+log leads to its page, an image or file is published. A size after an image (``|400``,
+``|400x300``) is dropped; an embedded note (``![[Note]]``) is a link to it. A wikilink that names
+no file in the folder (in Obsidian, a note not written yet) is its text (the alias, else the
+name), with a note (``wikilink``, info: it never fails a build); a cross-reference that names none
+stays as written, with a warning (``missing-file``), as Hugo stops on one.
 
-The parser resolves each entry's wikilinks once (:func:`resolve`); the page writes the same
+The parser resolves each entry's internal links once (:func:`resolve`); the page writes the same
 markdown from what it recorded (:func:`rewrite`), so both read one text.
 """
 
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import os
 import re
+from urllib.parse import quote
 from collections.abc import Callable
 from pathlib import Path
 
@@ -36,6 +43,12 @@ WIKILINK_RE = re.compile(
     r"(?:\|(?P<alias>[^\[\]\n]*))?\]\]"
 )
 """``[[target#heading|alias]]``, each part but the brackets optional; ``!`` before it embeds."""
+REFERENCE_RE = re.compile(
+    r"\{\{[<%][ \t]*(?:rel)?ref[ \t]+\"(?P<hugo>[^\"\n]+)\"[ \t]*[>%]\}\}"
+    r"|\{%-?[ \t]*(?:post_url|link)[ \t]+(?P<jekyll>[^\s%]+)[ \t]*-?%\}"
+)
+"""Hugo's ``{{< ref "warp-shuffles.md#tree" >}}`` (``relref``, ``{{% ... %}}``) and Jekyll's
+``{% post_url 2025-01-05-warp-shuffles %}`` or ``{% link _posts/2025-01-05-warp-shuffles.md %}``."""
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".avif", ".bmp"})
 """The files Obsidian embeds as an image (https://help.obsidian.md/file-formats)."""
 _SIZE = re.compile(r"\d+(?:x\d+)?")
@@ -52,12 +65,13 @@ class Vault:
         self._by_name: dict[str, list[Path]] | None = None
 
     def find(self, target: str, here: Path) -> Path | None:
-        """The file ``target`` (a wikilink's, without heading or alias) names from the folder
-        ``here``: beside it, from the folder's root, then by file name (case-insensitive), the one
-        with the fewest folders between it and ``here`` first. Only a file inside the folder
+        """The file ``target`` (a wikilink's, without heading or alias; a cross-reference's) names
+        from the folder ``here``: beside it, from the folder's root, then by file name
+        (case-insensitive; a page bundle by its folder's name), the one with the fewest folders
+        between it and ``here`` first. Only a file inside the folder
         counts, and none that :attr:`excluded` leaves out. ``None`` when there is none."""
         name = target.strip().replace("\\", "/")
-        names = [name] if name.lower().endswith(".md") else [f"{name}.md", name]  # a note, else a file
+        names = [name] if name.lower().endswith(".md") else [f"{name}.md", name, f"{name}/index.md"]  # a note, a file, a bundle
         for candidate in [c for n in names for c in (here / n, self.folder / n.lstrip("/"))]:
             if candidate.is_file() and not self.excluded(candidate):
                 try:
@@ -70,7 +84,9 @@ class Vault:
                 for file in files:
                     if not self.excluded(Path(dirpath) / file):
                         self._by_name.setdefault(file.lower(), []).append(Path(dirpath) / file)
-        found = [f for n in names for f in self._by_name.get(Path(n).name.lower(), [])]
+        found = [f for n in names[:2] for f in self._by_name.get(Path(n).name.lower(), [])]
+        bundle = Path(name).name.lower()
+        found += [f for f in self._by_name.get("index.md", []) if f.parent.name.lower() == bundle] if len(names) > 2 else []
         if not found:
             return None
         here = here.absolute()
@@ -81,26 +97,34 @@ class Vault:
             return None
 
 
+def _may_hold(line: str) -> bool:
+    """Whether ``line`` may hold an internal link (a cheap test before the patterns)."""
+    return "[[" in line or "ref" in line or "post_url" in line or "link" in line
+
+
 def _each(text: str, replace: Callable[[re.Match, int], str]) -> str:
-    """``text`` with each wikilink outside code (fenced blocks, code spans) replaced by
-    ``replace(match, line_index)``; every line keeps its place."""
-    if "[[" not in text:
+    """``text`` with each wikilink and cross-reference outside code (fenced blocks, code spans)
+    replaced by ``replace(match, line_index)``; every line keeps its place."""
+    if "[[" not in text and "{{" not in text and "{%" not in text:
         return text
     lines, fence = text.split("\n"), None
     for i, line in enumerate(lines):
         fence, marker = track_fence(line, fence)
-        if marker or fence is not None or "[[" not in line:
+        if marker or fence is not None or not _may_hold(line):
             continue
         spans = code_span_ranges(line)
-        lines[i] = WIKILINK_RE.sub(
-            lambda m: m[0] if any(a <= m.start() < b for a, b in spans) else replace(m, i), line)
+        for pattern in (WIKILINK_RE, REFERENCE_RE):
+            line = pattern.sub(lambda m: m[0] if any(a <= m.start() < b for a, b in spans) else replace(m, i), line)
+            spans = code_span_ranges(line)
+        lines[i] = line
     return "\n".join(lines)
 
 
 def resolve(text: str, file: Path, vault: Vault | None, path: str, first_line: int) -> tuple[str, dict[str, str], list[Diagnostic]]:
     """``text`` (an entry's or a preamble's, from ``file``, shown as ``path``, its first line
-    ``first_line``) with its wikilinks written as markdown (see the module docstring); what each
-    wikilink became (for :func:`rewrite`), and a ``wikilink`` note for each that names no file. Without a ``vault``, a name is looked for by its path only."""
+    ``first_line``) with its wikilinks and cross-references written as markdown (see the module
+    docstring); what each became (for :func:`rewrite`), and a ``wikilink`` note for each wikilink
+    that names no file, a ``missing-file`` warning for each such cross-reference. Without a ``vault``, a name is looked for by its path only."""
     made: dict[str, str] = {}
     problems: list[Diagnostic] = []
     here = file.absolute().parent
@@ -108,12 +132,14 @@ def resolve(text: str, file: Path, vault: Vault | None, path: str, first_line: i
     def replace(m: re.Match, i: int) -> str:
         if m[0] in made:
             return made[m[0]]
+        if m.re is REFERENCE_RE:
+            return reference(m, i)
         target, anchor, alias = m["target"].strip(), (m["anchor"] or "").strip(), (m["alias"] or "").strip()
         text = _label(m)
         if not target:  # [[#Heading]]: a heading of the same page
             made[m[0]] = f"[{text}](#{slugify(anchor, '-')})" if anchor else m[0]
             return made[m[0]]
-        found = vault.find(target, here) if vault is not None else _beside(target, here)
+        found = find(target)
         if found is None:
             problems.append(Diagnostic(path, first_line + i, f"wikilink {m[0]!r} names no file in the worklog folder "
                                        "(a note not written yet?); the page shows its text", DiagnosticCode.WIKILINK))
@@ -127,11 +153,25 @@ def resolve(text: str, file: Path, vault: Vault | None, path: str, first_line: i
             made[m[0]] = f"[{_escape(text)}](<{rel}{'#' + slugify(anchor, '-') if anchor else ''}>)"
         return made[m[0]]
 
+    def reference(m: re.Match, i: int) -> str:
+        written = m["hugo"] or m["jekyll"]
+        target, _, anchor = written.partition("#")
+        found = find(target.lstrip("/")) if target else None
+        if found is None:
+            problems.append(Diagnostic(path, first_line + i, f"cross-reference {m[0]!r} names no file in the worklog "
+                                       "folder; the page shows it as written", DiagnosticCode.MISSING_FILE))
+            return m[0]
+        made[m[0]] = quote(Path(os.path.relpath(found, here)).as_posix()) + (f"#{anchor}" if anchor else "")
+        return made[m[0]]
+
+    def find(target: str) -> Path | None:
+        return vault.find(target, here) if vault is not None else _beside(target, here)
+
     return _each(text, replace), made, problems
 
 
 def rewrite(text: str, made: dict[str, str]) -> str:
-    """``text`` with its wikilinks written as :func:`resolve` wrote them (``made``)."""
+    """``text`` with its internal links written as :func:`resolve` wrote them (``made``)."""
     return _each(text, lambda m, i: made.get(m[0], m[0])) if made else text
 
 
@@ -147,7 +187,7 @@ def _label(m: re.Match) -> str:
 
 def _beside(target: str, here: Path) -> Path | None:
     """The file ``target`` names beside ``here`` (a note, ``.md``, first), if any."""
-    names = [target] if target.lower().endswith(".md") else [f"{target}.md", target]
+    names = [target] if target.lower().endswith(".md") else [f"{target}.md", target, f"{target}/index.md"]
     return next((here / n for n in names if (here / n).is_file()), None)
 
 
