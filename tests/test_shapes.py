@@ -173,6 +173,11 @@ def test_a_line_of_only_a_date_without_its_year_is_text_with_a_warning(line, hin
     assert "text of the entry of 2026-01-06 (line 4)" in log.diagnostics[1].message
 
 
+def test_a_score_in_a_list_is_no_near_header():
+    log = parse("2026-01-06\nTests passing:\n- 3/4\n> 7/8\n", "n.md")
+    assert log.diagnostics == [] and log.entries[0].body == "Tests passing:\n- 3/4\n> 7/8\n"
+
+
 def test_a_date_line_in_a_progress_log_is_text_with_a_warning():
     """A file is read in one shape: a date line among progress headings is not an entry, and says so."""
     log = parse("---\nyear: 2025\n---\n## November 24 - Day 25\nx\n\nNovember 25, 2025\ny\n", "p.md")

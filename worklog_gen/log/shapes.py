@@ -226,16 +226,18 @@ T-minus headers', :func:`infer_date_order`), or with the month's name (``January
 sentence never matches."""
 
 NEAR_DATE_RE = re.compile(
-    r"^[ \t>#*_+\-]*(?:\d{1,9}[.)][ \t]+)?"
+    r"^(?:[ \t>#*_+\-]*(?:\d{1,9}[.)][ \t]+)?"
     rf"(?:{_WEEKDAY})?"
-    rf"(?:\d{{1,2}}/\d{{1,2}}|\d{{1,4}}[/.\-]\d{{1,2}}[/.\-]\d{{1,4}}|(?:{_MONTHS})\.?[ \t]+\d{{1,2}}(?:st|nd|rd|th)?(?:,?[ \t]+\d{{1,4}})?"
+    rf"(?:\d{{1,4}}[/.\-]\d{{1,2}}[/.\-]\d{{1,4}}|(?:{_MONTHS})\.?[ \t]+\d{{1,2}}(?:st|nd|rd|th)?(?:,?[ \t]+\d{{1,4}})?"
     rf"|\d{{1,2}}(?:st|nd|rd|th)?[ \t]+(?:of[ \t]+)?(?:{_MONTHS})\.?(?:,?[ \t]+\d{{1,4}})?)"
+    r"|[ \t#*_]*\d{1,2}/\d{1,2})"
     r"[ \t*_:.]*$",
     re.IGNORECASE,
 )
 """A line that holds only a date, or what looks like one, that is no entry header of its file: a
-day without its year (``Jan 7``, ``7/1``, ``Jan 7, 26``), or a date line (:data:`DATE_LINE_RE`) in a file
-whose headers have another shape (a T-minus log, a progress log)."""
+day without its year (``Jan 7``, ``**7/1**``, ``Jan 7, 26``), or a date line (:data:`DATE_LINE_RE`) in
+a file whose headers have another shape (a T-minus log, a progress log). A day and month in
+figures alone (``7/1``) counts only outside a list or quote, where ``- 3/4`` is a score."""
 
 DAY_NUMBER_RE = re.compile(r"\bday[ \t]+(?P<n>\d{1,5})\b", re.IGNORECASE)
 """The count-up counter of a progress log, ``Day 25 of ML Systems``."""
