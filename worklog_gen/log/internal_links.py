@@ -125,6 +125,8 @@ def resolve(text: str, file: Path, vault: Vault | None, path: str, first_line: i
     ``first_line``) with its wikilinks and cross-references written as markdown (see the module
     docstring); what each became (for :func:`rewrite`), and a ``wikilink`` note for each wikilink
     that names no file, a ``missing-file`` warning for each such cross-reference. Without a ``vault``, a name is looked for by its path only."""
+    if "[[" not in text and "{{" not in text and "{%" not in text:
+        return text, {}, []
     made: dict[str, str] = {}
     problems: list[Diagnostic] = []
     here = file.absolute().parent

@@ -167,7 +167,7 @@ def _near_headers(p: _Prepared, src: SourceFile) -> list[Diagnostic]:
         if "(" in line and NEAR_HEADER_RE.match(line) and not HEADER_RE.match(line):
             near.append((i, "a header starts its line with the date and the countdown (`12/09/25 (T - 154)`), "
                             "and may go on with a title"))
-        elif NEAR_DATE_RE.match(line):
+        elif len(line) <= 64 and NEAR_DATE_RE.match(line):  # a date alone is short: most lines are not tried
             near.append((i, _date_hint(p.shape, line)))
     if not near:
         return []

@@ -135,14 +135,15 @@ def entry_tasks(lines: list[str], first_line: int, code_lines: set[int]) -> list
     ``lines``: code and HTML blocks) are not tasks."""
     found = []
     for i, line in enumerate(lines):
-        if _HINT.search(line.lower()) and i not in code_lines and (task := parse_task(line, first_line + i)):
+        if (_HINT.search(line.lower()) or _KEYWORD_ITEM.match(line)) and i not in code_lines \
+                and (task := parse_task(line, first_line + i)):
             found.append(task)
     return found
 
 
-_HINT = re.compile(r"(?:done|next|tmr|tomorrow)[ \t]*(?:[;.,!)]|$)|\[[ x]\]"
-                   r"|^[ \t>]*(?:[-+*]|\d{1,9}[.)])[ \t]+(?:todo|doing|now|later|wait|done)")
+_HINT = re.compile(r"(?:done|next|tmr|tomorrow)[ \t]*(?:[;.,!)]|$)|\[[ x]\]")
+_KEYWORD_ITEM = re.compile(r"[ \t>]*(?:[-+*]|\d{1,9}[.)])[ \t]+(?:TODO|DOING|NOW|LATER|WAIT|DONE)")
 """What every line :func:`parse_task` reads as a task holds, lower-cased: a checkbox,
-a marker word followed by the end of the line or one of ``;.,!)``, or a list item that starts
-with an outliner's keyword. A cheap test
+or a marker word followed by the end of the line or one of ``;.,!)``; else, as written, it is a
+list item that starts with an outliner's keyword (:data:`_KEYWORD_ITEM`). A cheap test
 that skips most lines (searched without ``re.IGNORECASE``, which is twice as slow)."""
