@@ -71,7 +71,8 @@ class Vault:
         between it and ``here`` first. Only a file inside the folder
         counts, and none that :attr:`excluded` leaves out. ``None`` when there is none."""
         name = target.strip().replace("\\", "/")
-        names = [name] if name.lower().endswith(".md") else [f"{name}.md", name, f"{name}/index.md"]  # a note, a file, a bundle
+        # a note, a file, or a page bundle's folder
+        names = [name] if name.lower().endswith(".md") else [f"{name}.md", name, f"{name}/index.md"]
         for candidate in [c for n in names for c in (here / n, self.folder / n.lstrip("/"))]:
             if candidate.is_file() and not self.excluded(candidate):
                 try:
@@ -86,7 +87,8 @@ class Vault:
                         self._by_name.setdefault(file.lower(), []).append(Path(dirpath) / file)
         found = [f for n in names[:2] for f in self._by_name.get(Path(n).name.lower(), [])]
         bundle = Path(name).name.lower()
-        found += [f for f in self._by_name.get("index.md", []) if f.parent.name.lower() == bundle] if len(names) > 2 else []
+        if len(names) > 2:
+            found += [f for f in self._by_name.get("index.md", []) if f.parent.name.lower() == bundle]
         if not found:
             return None
         here = here.absolute()
@@ -120,11 +122,13 @@ def _each(text: str, replace: Callable[[re.Match, int], str]) -> str:
     return "\n".join(lines)
 
 
-def resolve(text: str, file: Path, vault: Vault | None, path: str, first_line: int) -> tuple[str, dict[str, str], list[Diagnostic]]:
+def resolve(text: str, file: Path, vault: Vault | None, path: str,
+            first_line: int) -> tuple[str, dict[str, str], list[Diagnostic]]:
     """``text`` (an entry's or a preamble's, from ``file``, shown as ``path``, its first line
     ``first_line``) with its wikilinks and cross-references written as markdown (see the module
     docstring); what each became (for :func:`rewrite`), and a ``wikilink`` note for each wikilink
-    that names no file, a ``missing-file`` warning for each such cross-reference. Without a ``vault``, a name is looked for by its path only."""
+    that names no file, a ``missing-file`` warning for each such cross-reference. Without a
+    ``vault``, a name is looked for beside ``file`` only."""
     if "[[" not in text and "{{" not in text and "{%" not in text:
         return text, {}, []
     made: dict[str, str] = {}

@@ -265,13 +265,15 @@ def _file_problems(src: SourceFile, file: Path, folder: Path, exclude: Exclusion
 def _analyse(src: SourceFile, file: Path, vault: internal_links.Vault | None) -> list[Diagnostic]:
     """Set the links, words and tasks of every entry of ``src`` (read from ``file``), and the
     links and images of its preamble: one markdown-it-py parse each
-    (:func:`worklog_gen.log.markdown_scan.scan`), of the text as its page shows it (wikilinks,
-    found in ``vault``, and a Jekyll post's linked Liquid written as markdown); a warning for each
-    link of an entry that runs script, and for each wikilink that names no file."""
+    (:func:`worklog_gen.log.markdown_scan.scan`), of the text as its page shows it (wikilinks and
+    cross-references found in ``vault``, :mod:`~worklog_gen.log.internal_links`, and a Jekyll post's
+    linked Liquid written as markdown); a warning for each link of an entry that runs script, and
+    a diagnostic for each internal link that names no file."""
     diagnostics = []
     if src.preamble.strip() and not src.refused:
         first_line = src.front_matter_lines + 1
-        text, src.preamble_internal_links, more = internal_links.resolve(src.preamble, file, vault, src.path, first_line)
+        text, src.preamble_internal_links, more = internal_links.resolve(src.preamble, file, vault, src.path,
+                                                                         first_line)
         found = scan(text, first_line)
         src.preamble_links, src.preamble_images = found.links, found.images
         diagnostics += more

@@ -295,10 +295,11 @@ def title_meta(title: str) -> str:
 
 def entry_body(entry: Entry, src: str, ctx: SiteContext) -> str:
     """The author's text of ``entry`` as its page (docs path ``src``) shows it: lists made
-    CommonMark, Obsidian's wikilinks as the parser resolved them
-    (:func:`~worklog_gen.log.internal_links.rewrite`), old-site links handled (``ctx.old_links``), Hugo shortcodes and Jekyll's Liquid as
-    the markdown they stand for (a figure's image published beside the page, :func:`_image_url`);
-    a post's first heading left out when it is its title, which the page shows above it."""
+    CommonMark, wikilinks and cross-references as the parser resolved them
+    (:func:`~worklog_gen.log.internal_links.rewrite`), old-site links handled (``ctx.old_links``),
+    Hugo shortcodes and Jekyll's Liquid as the markdown they stand for (a figure's image published
+    beside the page, :func:`_image_url`); a post's first heading left out when it is its title,
+    which the page shows above it."""
     body = resolve_urls(rewrite(commonmark_lists(entry.body), entry.internal_links))  # as the parser read its links
     body, rest = _published_links(body, entry.path, [*entry.links, *entry.images], src, ctx)
     body = ctx.old_links.rewrite(body, rest, entry.path).strip("\n")
