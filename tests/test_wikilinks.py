@@ -59,6 +59,9 @@ def test_a_wikilink_is_found_as_obsidian_finds_it(tmp_path):
     assert vault.find("roofline.png", here) == (log / "attachments" / "roofline.png").resolve()
     assert vault.find("ROOFLINE.PNG", here) == (log / "attachments" / "roofline.png").resolve()
     assert vault.find("Warp specialization", here) is None and vault.find("../../etc/passwd", here) is None
+    (log / ".trash").mkdir()
+    (log / ".trash" / "old plan.md").write_text("gone\n", encoding="utf-8")
+    assert Vault(log).find("old plan", here) is None  # a hidden folder is no part of the log
 
 
 def test_wikilinks_become_markdown_links_and_code_stays_as_written(tmp_path):

@@ -69,7 +69,8 @@ class Vault:
         from the folder ``here``: beside it, from the folder's root, then by file name
         (case-insensitive; a page bundle by its folder's name), the one with the fewest folders
         between it and ``here`` first. Only a file inside the folder
-        counts, and none that :attr:`excluded` leaves out. ``None`` when there is none."""
+        counts, and none that :attr:`excluded` leaves out; by name, none in a hidden folder
+        (``.git``, ``.obsidian``, ``.trash``). ``None`` when there is none."""
         name = target.strip().replace("\\", "/")
         # a note, a file, or a page bundle's folder
         names = [name] if name.lower().endswith(".md") else [f"{name}.md", name, f"{name}/index.md"]
@@ -81,9 +82,10 @@ class Vault:
                     return None
         if self._by_name is None:
             self._by_name = {}
-            for dirpath, _, files in os.walk(self.folder):
+            for dirpath, dirs, files in os.walk(self.folder):
+                dirs[:] = [d for d in dirs if not d.startswith(".")]  # .git, .obsidian, .trash: as the log's files
                 for file in files:
-                    if not self.excluded(Path(dirpath) / file):
+                    if not file.startswith(".") and not self.excluded(Path(dirpath) / file):
                         self._by_name.setdefault(file.lower(), []).append(Path(dirpath) / file)
         found = [f for n in names[:2] for f in self._by_name.get(Path(n).name.lower(), [])]
         bundle = Path(name).name.lower()
