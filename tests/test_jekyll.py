@@ -214,3 +214,17 @@ Also [the bundle]({{< ref "bundle" >}}) and [its tail]({{< relref "bundle#tail" 
     assert "warp shuffle functions" in reading and "a-bundle" not in reading  # what was read, not written
     gone = parse("---\ntitle: T\ndate: 2025-01-05\n---\n[x]({% post_url 2024-01-01-nothing %})\n", "p.md")
     assert [(d.line, d.code) for d in gone.diagnostics] == [(5, "missing-file")]
+
+
+def test_a_log_of_posts_is_titled_by_the_site_not_by_its_first_post(tmp_path):
+    """A post's front matter is its own: the worklog home keeps the section's title, and the
+    timeline's line of a Material post is its first sentence, not its title again."""
+    from worklog_gen.site.pages import SiteContext, home_page
+
+    (tmp_path / "posts").mkdir()
+    (tmp_path / "posts" / "a.md").write_text(AL_FOLIO_POST, encoding="utf-8")
+    (tmp_path / "posts" / "b.md").write_text(MATERIAL_POST, encoding="utf-8")
+    log = load(tmp_path / "posts")
+    assert log.front_matter == {}
+    home = home_page(log, SiteContext(title="Worklog"))
+    assert home.startswith("# Worklog\n") and "— wgmma reads its B operand from shared memory." in home

@@ -310,11 +310,13 @@ def _assemble(files: list[SourceFile], diagnostics: list[Diagnostic], order: Lit
                    f"each under its source")
             diagnostics.append(Diagnostic(e.path, e.line, msg, DiagnosticCode.SAME_DAY))
     # The log's preamble and front matter are those of its first file with a preamble
-    # (in a folder of one-entry files, an index or README), else of its first file; each
-    # file keeps its own (SourceFile), and its target date applies to its own entries. A refused
-    # file (a YAML alias in its front matter) has no part in either.
+    # (in a folder of one-entry files, an index or README), else of its first file of header lines
+    # (a log of many days), else none: a post's or a day file's front matter (its title) is its
+    # own, not the log's. Each file keeps its own (SourceFile), and its target date applies to its
+    # own entries. A refused file (a YAML alias in its front matter) has no part in either.
     kept = [f for f in files if not f.refused]
-    main = next((f for f in kept if f.preamble.strip()), kept[0] if kept else SourceFile(""))
+    main = (next((f for f in kept if f.preamble.strip()), None)
+            or next((f for f in kept if any(e.header for e in f.entries)), None) or SourceFile(""))
     for f in kept:
         diagnostics += _file_target(f)
     target = _log_target(kept, entries, diagnostics)

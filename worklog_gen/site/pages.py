@@ -84,7 +84,7 @@ def summary(entry: Entry, limit: int = SUMMARY_CHARS) -> str:
     prose (a first link is its title), cut at a word boundary to at most ``limit``
     characters with ``…``. ``"(no text)"`` for an empty entry. Plain text; a post's Hugo
     shortcodes read as the page shows them (a figure as its caption or alt text)."""
-    body = rewrite(entry.body, entry.internal_links)
+    body = _without_title(entry, rewrite(entry.body, entry.internal_links))
     body = to_markdown(body, lambda image: None) if has_markup(body) else body
     text = prose(body).split("\n", 1)[0]
     if not text:
@@ -305,9 +305,15 @@ def entry_body(entry: Entry, src: str, ctx: SiteContext) -> str:
     body = ctx.old_links.rewrite(body, rest, entry.path).strip("\n")
     if has_markup(body):  # Hugo shortcodes and Jekyll's Liquid, as the markdown they stand for
         body = to_markdown(body, lambda image: _image_url(image, entry, src, ctx))
+    return _without_title(entry, body)
+
+
+def _without_title(entry: Entry, body: str) -> str:
+    """``body`` (``entry``'s) without its first heading when ``entry`` is a post and that heading
+    is its title (Material's blog writes one so): the page shows the title once, as its own."""
     if entry.kind == "post" and (heading := title_heading(lines := body.split("\n"))) \
             and " ".join(heading[1].split()) == " ".join(entry.title.split()):
-        body = "\n".join(lines[heading[0] + 1:]).lstrip("\n")  # the title, shown once: the page's own
+        return "\n".join(lines[heading[0] + 1:]).lstrip("\n")
     return body
 
 
