@@ -185,6 +185,20 @@ def test_task_report_matches_carried_to_later_done(make_entry):
     assert [t.text for _, t in report.done] == ["Proctor exam - Done", "Make an entry for TA experience - Done;"]
 
 
+def test_an_open_task_is_listed_until_a_later_day_marks_it_done(make_entry, make_log):
+    """A checkbox ``- [ ]`` or an outliner's ``- TODO``: open until a later entry marks the same
+    task done; its wikilinks show as their text."""
+    e1 = make_entry("2025-12-15", tasks=[("Profile with Nsight", "open"),
+                                         ("From [[2025-12-14|Sunday]]: the swizzle", "open")])
+    e2 = make_entry("2025-12-16", tasks=[("profile with nsight - Done", "done")])
+    report = task_report([e2, e1])
+    assert [(e.date.day, t.text) for e, t in report.open] == [(15, "From [[2025-12-14|Sunday]]: the swizzle")]
+    assert report.outstanding == [] and report.carried_then_done == []
+    page = tasks_page(make_log([e1, e2]), SiteContext())
+    assert "## Open, not marked done since (1)\n\n- From Sunday: the swizzle — open on [2025-12-15](2025-12-15.md)" in page
+    assert "Open, not marked done" not in tasks_page(make_log([e2]), SiteContext())  # no open task: no section
+
+
 def test_a_task_done_before_it_was_carried_does_not_close_it(make_entry):
     e1 = make_entry("2025-12-15", tasks=[("Read the paper - Done", "done")])
     e2 = make_entry("2025-12-16", tasks=[("Read the paper -> Tmr", "carried")])

@@ -183,6 +183,12 @@ def rewrite(text: str, made: dict[str, str]) -> str:
     return _each(text, lambda m, i: made.get(m[0], m[0])) if made else text
 
 
+def plain(text: str) -> str:
+    """``text`` (a task's, shown as plain text) with each wikilink as what it shows (:func:`_label`):
+    ``From [[2025-12-08]]: the swizzle`` is ``From 2025-12-08: the swizzle``."""
+    return WIKILINK_RE.sub(_label, text) if "[[" in text else text
+
+
 def _label(m: re.Match) -> str:
     """What a wikilink shows: its alias (not an image's size), else its target and heading as
     Obsidian writes them (``Triton notes > Masks``)."""

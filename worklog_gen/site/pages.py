@@ -42,7 +42,7 @@ from worklog_gen.site.markup import (
 )
 from worklog_gen.log.files import Exclusion
 from worklog_gen.log.front_matter import title_heading
-from worklog_gen.log.internal_links import rewrite
+from worklog_gen.log.internal_links import plain, rewrite
 from worklog_gen.log.local_files import can_run_script, file_links, page_target
 from worklog_gen.log.repair import code_span_ranges, track_fence
 from worklog_gen.log.shortcodes import Image, find_image, has_markup, is_url, resolve_urls, to_markdown
@@ -261,7 +261,7 @@ def day_page(log: Worklog, index: int, ctx: SiteContext, same_day: Sequence[int]
             items.append(f"- {ctx.link(title, link.url, owner[id(link)], src)}{domain}")
         extra.append("## Links\n\n" + "\n".join(items))
     if tasks:
-        items = [f"- {STATUS_MARK[TaskStatus(t.status)]}: {md_escape(t.text)}" for t in tasks]
+        items = [f"- {STATUS_MARK[TaskStatus(t.status)]}: {md_escape(plain(t.text))}" for t in tasks]
         extra.append("## Tasks\n\n" + "\n".join(items))
     if extra:
         parts.append("---")
@@ -572,8 +572,9 @@ def reading_list_page(log: Worklog, ctx: SiteContext) -> str:
 
 
 def tasks_page(log: Worklog, ctx: SiteContext) -> str:
-    """What was done, what was carried over and done later, and what was carried
-    over and never marked done (rule: :class:`TaskReport`)."""
+    """What was done, what was carried over and done later, what was carried over and
+    never marked done, and what is open (a checkbox, a ``TODO``) and not marked done since
+    (rule: :class:`TaskReport`)."""
     src = ctx.layout.tasks
     report = task_report(log.entries)
     parts = [
@@ -585,7 +586,7 @@ def tasks_page(log: Worklog, ctx: SiteContext) -> str:
     ]
     if report.outstanding:
         parts.append("\n".join(
-            f"- {md_escape(task.text)} — carried on "
+            f"- {md_escape(plain(task.text))} — carried on "
             + ", ".join(_day_link(e, src, ctx, e.date.isoformat()) for e in entries)
             for entries, task in report.outstanding
         ))
@@ -594,14 +595,18 @@ def tasks_page(log: Worklog, ctx: SiteContext) -> str:
     parts.append(f"## Carried over, then done ({len(report.carried_then_done)})")
     if report.carried_then_done:
         parts.append("\n".join(
-            f"- {md_escape(task.text)} — carried on {_day_link(a, src, ctx, a.date.isoformat())}, "
+            f"- {md_escape(plain(task.text))} — carried on {_day_link(a, src, ctx, a.date.isoformat())}, "
             f"done on {_day_link(b, src, ctx, b.date.isoformat())}"
             for a, task, b in report.carried_then_done
         ))
+    if report.open:  # a checkbox or an outliner's TODO, not marked done on a later day
+        parts.append(f"## Open, not marked done since ({len(report.open)})")
+        parts.append("\n".join(f"- {md_escape(plain(task.text))} — open on "
+                                f"{_day_link(e, src, ctx, e.date.isoformat())}" for e, task in report.open))
     parts.append(f"## Done ({len(report.done)})")
     by_day: dict[str, list[str]] = {}
     for entry, task in report.done:
-        by_day.setdefault(_day_link(entry, src, ctx), []).append(f"    - {md_escape(task.text)}")
+        by_day.setdefault(_day_link(entry, src, ctx), []).append(f"    - {md_escape(plain(task.text))}")
     days = reversed(by_day.items())  # newest day first, tasks in the order written
     parts.append("\n".join(f"- {day}\n" + "\n".join(items) for day, items in days) or "Nothing yet.")
     return "\n\n".join(parts) + "\n"

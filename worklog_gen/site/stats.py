@@ -124,11 +124,13 @@ class TaskReport:
     outstanding: list[tuple[list[Entry], Task]] = field(default_factory=list)
     """Carried and never marked done later: the entries it was carried on, and
     its last wording."""
+    open: list[tuple[Entry, Task]] = field(default_factory=list)
+    """Open (``- [ ]``, ``- TODO``) and never marked done later, in date order."""
 
 
 def task_report(entries: Iterable[Entry]) -> TaskReport:
-    """Sort the log's tasks into done, carried-then-done and outstanding (see
-    :class:`TaskReport` for the matching rule)."""
+    """Sort the log's tasks into done, carried-then-done, outstanding and open (see
+    :class:`TaskReport` for the matching rule, which closes an open task as it does a carried one)."""
     ordered = sorted(entries, key=lambda e: e.date)
     report = TaskReport()
     done_on: dict[str, list[Entry]] = defaultdict(list)  # in date order
@@ -141,7 +143,7 @@ def task_report(entries: Iterable[Entry]) -> TaskReport:
     outstanding: dict[str, tuple[list[Entry], Task]] = {}
     for entry in ordered:
         for task in entry.tasks:
-            if task.status != TaskStatus.CARRIED:
+            if task.status == TaskStatus.DONE:
                 continue
             key = normalise_task(task.text)
             # the first done after the entry's day, by binary search: a task carried and done
@@ -149,7 +151,10 @@ def task_report(entries: Iterable[Entry]) -> TaskReport:
             dates = done_dates.get(key, [])
             k = bisect.bisect_right(dates, entry.date)
             later = done_on[key][k] if k < len(dates) else None
-            if later is not None:
+            if task.status == TaskStatus.OPEN:
+                if later is None:
+                    report.open.append((entry, task))
+            elif later is not None:
                 report.carried_then_done.append((entry, task, later))
             elif key in outstanding:
                 outstanding[key][0].append(entry)
