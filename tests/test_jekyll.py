@@ -228,3 +228,29 @@ def test_a_log_of_posts_is_titled_by_the_site_not_by_its_first_post(tmp_path):
     assert log.front_matter == {}
     home = home_page(log, SiteContext(title="Worklog"))
     assert home.startswith("# Worklog\n") and "— wgmma reads its B operand from shared memory." in home
+
+
+def test_an_al_folio_page_s_preamble_reads_its_liquid_as_an_entry_does(build_site):
+    """A T-minus log kept as an al-folio page: its routine's figure and ``{{ site.baseurl }}`` link
+    are published and shown on the worklog home, as an entry's are."""
+    log = """\
+<!-- ---
+layout: page
+title: Worklog
+--- -->
+Routine: coffee, an article, two hours of kernels.
+
+{% include figure.liquid path="assets/img/plan.png" caption="The plan, by month." %}
+[The plan as a file]({{ site.baseurl }}/assets/img/plan.png)
+
+12/09/25 (T - 154)
+
+Read the PTX ISA.
+"""
+    site = build_site(log, files={"worklog/assets/img/plan.png": PNG})
+    home = BeautifulSoup((site / "worklog" / "index.html").read_text(encoding="utf-8"), "html.parser").find("article")
+    (image,) = home.find_all("img", alt="The plan, by month.")
+    assert (site / "worklog" / image["src"]).resolve().read_bytes() == PNG
+    link = home.find("a", string="The plan as a file")
+    assert (site / "worklog" / link["href"]).resolve().read_bytes() == PNG
+    assert "{%" not in home.get_text() and "{{" not in home.get_text()

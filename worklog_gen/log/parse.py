@@ -257,6 +257,8 @@ def _file_problems(src: SourceFile, file: Path, folder: Path, exclude: Exclusion
             out += find_problems(resolve_urls(e.body), e.path, e.line + 1 if e.header else e.line, find)
         if e.images or e.links:
             out += local_files.problems(e.path, e.images, e.links, find)
+    if has_markup(src.preamble) and not src.refused:
+        out += find_problems(resolve_urls(src.preamble), src.path, src.front_matter_lines + 1, find)
     if src.preamble_images or src.preamble_links:
         out += local_files.problems(src.path, src.preamble_images, src.preamble_links, find)
     return out
@@ -274,7 +276,7 @@ def _analyse(src: SourceFile, file: Path, vault: internal_links.Vault | None) ->
         first_line = src.front_matter_lines + 1
         text, src.preamble_internal_links, more = internal_links.resolve(src.preamble, file, vault, src.path,
                                                                          first_line)
-        found = scan(text, first_line)
+        found = scan(resolve_urls(text), first_line)
         src.preamble_links, src.preamble_images = found.links, found.images
         diagnostics += more
     for e in src.entries:

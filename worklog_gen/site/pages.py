@@ -304,7 +304,7 @@ def entry_body(entry: Entry, src: str, ctx: SiteContext) -> str:
     body, rest = _published_links(body, entry.path, [*entry.links, *entry.images], src, ctx)
     body = ctx.old_links.rewrite(body, rest, entry.path).strip("\n")
     if has_markup(body):  # Hugo shortcodes and Jekyll's Liquid, as the markdown they stand for
-        body = to_markdown(body, lambda image: _image_url(image, entry, src, ctx))
+        body = to_markdown(body, lambda image: _image_url(image, entry.path, ctx.layout.page(entry.slug), src, ctx))
     return _without_title(entry, body)
 
 
@@ -402,13 +402,14 @@ FOOTNOTES_HERE = "///Footnotes Go Here///"
 _FOOTNOTE = re.compile(r"^\[\^[^\]]+\]:", re.M)
 
 
-def _image_url(image: str, entry: Entry, page_src: str, ctx: SiteContext) -> str | None:
-    """A figure's URL relative to its page: a URL as it is; a file found beside the entry's
-    file is published in the page's own folder (:func:`_publish`). ``None`` when it is not found
-    or leads outside the worklog folder (the parser has warned about both)."""
+def _image_url(image: str, path: str, folder: str, page_src: str, ctx: SiteContext) -> str | None:
+    """A figure's URL relative to its page ``page_src``: a URL as it is; a file found beside the
+    log's file ``path`` is published in the docs folder ``folder`` (an entry's page folder, or the
+    worklog's for a preamble; :func:`_publish`). ``None`` when it is not found or leads outside the
+    worklog folder (the parser has warned about both)."""
     if is_url(image):
         return image
-    dest, _ = _publish(image.split("#")[0].split("?")[0], entry.path, ctx.layout.page(entry.slug), ctx)
+    dest, _ = _publish(image.split("#")[0].split("?")[0], path, folder, ctx)
     return None if dest is None else relative(dest, page_src)
 
 
@@ -485,18 +486,21 @@ def home_page(log: Worklog, ctx: SiteContext) -> str:
     heatmap and the timeline newest first by month, one summary line per entry. The heatmap's
     files (:func:`home_files`) go into ``ctx.files``."""
     src = ctx.layout.home
-    prefaced = [(f.title, rewrite(f.preamble, f.preamble_internal_links), f.path, [*f.preamble_links, *f.preamble_images])
-                for f in log.files if f.preamble.strip() and not f.refused]
+    prefaced = [(f.title, rewrite(f.preamble, f.preamble_internal_links), f.path,
+                 [*f.preamble_links, *f.preamble_images]) for f in log.files if f.preamble.strip() and not f.refused]
     if not log.files and log.preamble.strip():  # a log made in code, without its files
         prefaced = [("", log.preamble, log.paths[0] if log.paths else "<worklog>", _preamble_links(log.preamble))]
     own = str(log.front_matter.get("title") or "") if len(prefaced) <= 1 else ""  # the log's, not the config's
     parts = [f"# {md_escape(own or ctx.title)}"]
     for file_title, text, path, links in prefaced:  # each file's routine and rules, under its title if several
-        preamble, rest = _published_links(commonmark_lists(text), path, links, src, ctx)
+        preamble, rest = _published_links(resolve_urls(commonmark_lists(text)), path, links, src, ctx)
         if len(prefaced) > 1:
             parts.append(f"## {md_escape(file_title)}")
             preamble = shift_headings(preamble, 2)
-        parts.append(ctx.old_links.rewrite(preamble, rest, path).strip("\n"))
+        preamble = ctx.old_links.rewrite(preamble, rest, path).strip("\n")
+        if has_markup(preamble):  # as an entry's: Hugo shortcodes and Jekyll's Liquid as markdown
+            preamble = to_markdown(preamble, lambda image, at=path: _image_url(image, at, ctx.layout.prefix, src, ctx))
+        parts.append(preamble)
     parts.append("## Countdown\n\n" + _countdown(log, ctx))
     see = [f"[Reading list]({relative(ctx.layout.reading_list, src)})", f"[Tasks]({relative(ctx.layout.tasks, src)})"]
     if ctx.feed:
