@@ -92,3 +92,23 @@ def test_exclude_is_a_block_of_patterns_as_mkdocs_exclude_docs(tmp_path):
                                          encoding="utf-8")
     run = subprocess.run([sys.executable, "-m", "worklog_gen", "check"], cwd=tmp_path, capture_output=True, text=True)
     assert run.returncode == 2 and "exclude" in run.stderr and "Expected a multiline string" in run.stderr
+
+
+def test_the_init_template_s_exclude_works_once_uncommented(tmp_path):
+    """The commented lines ``init`` writes, uncommented as a user would: a block scalar keeps a
+    ``#``, so its pattern line must carry none."""
+    from importlib import resources
+
+    from worklog_gen.config import exclusion, load_plugin_config
+
+    yml = (resources.files("worklog_gen") / "templates" / "mkdocs.yml").read_text(encoding="utf-8")
+    lines = yml.split("\n")
+    at = next(i for i, line in enumerate(lines) if line.lstrip().startswith("# exclude:"))
+    for i in (at, at + 1):
+        lines[i] = lines[i].replace("# ", "", 1)
+    (tmp_path / "mkdocs.yml").write_text("\n".join(lines), encoding="utf-8")
+    cfg, root = load_plugin_config(tmp_path / "mkdocs.yml")
+    (tmp_path / "worklog" / "Templates").mkdir(parents=True)
+    excluded = exclusion(cfg, root)
+    assert excluded(tmp_path / "worklog" / "Templates" / "Daily.md")
+    assert not excluded(tmp_path / "worklog" / "log.md")
