@@ -72,8 +72,7 @@ class Vault:
         counts, and none that :attr:`excluded` leaves out; by name, none in a hidden folder
         (``.git``, ``.obsidian``, ``.trash``). ``None`` when there is none."""
         name = target.strip().replace("\\", "/")
-        # a note, a file, or a page bundle's folder
-        names = [name] if name.lower().endswith(".md") else [f"{name}.md", name, f"{name}/index.md"]
+        names = _names(name)
         for candidate in [c for n in names for c in (here / n, self.folder / n.lstrip("/"))]:
             if candidate.is_file() and not self.excluded(candidate):
                 try:
@@ -201,8 +200,13 @@ def _label(m: re.Match) -> str:
 
 def _beside(target: str, here: Path) -> Path | None:
     """The file ``target`` names beside ``here`` (a note, ``.md``, first), if any."""
-    names = [target] if target.lower().endswith(".md") else [f"{target}.md", target, f"{target}/index.md"]
-    return next((here / n for n in names if (here / n).is_file()), None)
+    return next((here / n for n in _names(target) if (here / n).is_file()), None)
+
+
+def _names(target: str) -> list[str]:
+    """The files a link's ``target`` may name, in the order looked for: itself when it ends in
+    ``.md``; else a note (``.md``), the file itself, and a page bundle's ``index.md``."""
+    return [target] if target.lower().endswith(".md") else [f"{target}.md", target, f"{target}/index.md"]
 
 
 def _escape(text: str) -> str:
