@@ -5,7 +5,8 @@ read by headless Chromium (the fixtures and helpers of :mod:`test_browser`).
 
 Checked: every fold is closed and holds highlighted code; every chart is drawn by vega-embed in
 place of its SVG; every formula is rendered by KaTeX; no request leaves the site (no CDN, no
-Google Fonts) and nothing fails to load.
+Google Fonts) and nothing fails to load; a day with a GitHub task list (``- [x]``), which the
+project's own log does not keep, passes axe-core in both palettes.
 """
 
 from __future__ import annotations
@@ -34,11 +35,17 @@ from test_browser import (  # noqa: F401 (browser is a fixture)
     _wait_for_charts,
     browser,
 )
+from test_a11y import _AXE_RUN, AXE, WCAG_21_AA
 from worklog_gen import scaffold
 
 pytestmark = pytest.mark.browser
 
 REPO = Path(__file__).resolve().parent.parent
+TASK_LIST = """
+- [x] Read the wgmma section of the PTX ISA
+- [ ] Port `tl.dot` to wgmma
+"""
+"""Appended to ``init``'s first entry (today's): checkboxes on that day's page."""
 TOPIC = """\
         - id: reduction
           title: Reductions
@@ -55,6 +62,8 @@ def own_site(browser, tmp_path_factory):
     shutil.copytree(REPO / "notebooks" / "_freeze" / "reduction", project / "notebooks" / "_freeze" / "reduction")
     yml = project / "mkdocs.yml"
     yml.write_text(yml.read_text() + TOPIC)
+    with (project / "worklog" / "log.md").open("a", encoding="utf-8") as log:
+        log.write(TASK_LIST)
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict"], cwd=project, capture_output=True,
                           text=True, timeout=600, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
     assert done.returncode == 0, done.stdout + done.stderr
@@ -102,5 +111,20 @@ def test_a_copied_topic_has_closed_folds_drawn_charts_and_math(browser, own_site
             _wait_for_charts(page, problems)
             assert not problems, (path, problems)
             page.close()
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_a_task_list_s_checkboxes_pass_axe(browser, own_site, scheme):
+    """Each checkbox ``pymdownx.tasklist`` writes is named (``worklog_gen.site.tasklist``): without
+    a name axe-core's ``label`` rule fails the page (WCAG 2.1 SC 4.1.2)."""
+    context = _context(browser, own_site, DESKTOP, scheme=scheme)
+    try:
+        page, problems = _open(context, own_site, f"worklog/{dt.date.today().isoformat()}/")
+        assert page.locator("li.task-list-item input[type=checkbox]").count() == 2
+        page.add_script_tag(content=AXE.read_text(encoding="utf-8"))
+        assert page.evaluate(_AXE_RUN, [WCAG_21_AA, None]) == []
+        assert not problems, problems
     finally:
         context.close()

@@ -214,6 +214,14 @@ def test_tasks_page_lists_outstanding_and_done_with_day_links(make_entry, make_l
     assert "## Done (1)" in page and "    - Proctor exam - Done" in page
 
 
+def test_a_task_keeps_its_code_and_shows_its_links_as_text(make_entry, make_log):
+    e1 = make_entry("2025-12-15", tasks=[("Port `tl.dot` to [wgmma](notes/wgmma.md), *fp16* <b>x</b> - Done", "done")])
+    page = tasks_page(make_log([e1]), SiteContext())
+    # a code span stays code, emphasis stays, a link (relative to the entry's file) is its text,
+    # HTML and stray markup are literal
+    assert "    - Port `tl.dot` to wgmma, *fp16* &lt;b>x&lt;/b> - Done" in page
+
+
 # --- old-site links ---------------------------------------------------------------------------
 
 

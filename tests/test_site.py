@@ -347,6 +347,34 @@ def test_sanitize_runs_after_the_math_is_written(build_site, monkeypatch):
     assert "<math>" in page and "onerror" not in page and "javascript:" not in page
 
 
+TASK_LIST_LOG = """\
+12/09/25 (T - 154)
+
+- [x] Read the wgmma section of the PTX ISA
+- [ ] Port `tl.dot` to wgmma
+- Timed the tiled GEMM <input type="text" name="pw" onfocus="alert(1)">
+"""
+
+
+@pytest.mark.parametrize("sanitize", [False, True], ids=["as-written", "sanitized"])
+def test_a_task_list_item_starts_with_a_checkbox_named_by_its_state(build_site, sanitize):
+    """``- [x]`` and ``- [ ]`` are checkboxes on the day page, as GitHub and Obsidian show them, each
+    named ``done`` or ``open`` (axe-core's ``label`` rule; tests/test_a11y.py); the sanitiser keeps
+    them, and any other input an author writes is a disabled checkbox once sanitised."""
+    site = build_site(TASK_LIST_LOG, plugin={"sanitize": sanitize})
+    day = html(site, "worklog/2025-12-09/index.html").find("article")
+    items = [li for li in day.find_all("li") if "task-list-item" in (li.get("class") or [])]
+    boxes = [li.find("input") for li in items]
+    assert [(b["type"], b.get("aria-label"), b.has_attr("checked"), b.has_attr("disabled")) for b in boxes] == [
+        ("checkbox", "done", True, True), ("checkbox", "open", False, True)]
+    assert [li.get_text(" ", strip=True) for li in items] == ["Read the wgmma section of the PTX ISA",
+                                                               "Port tl.dot to wgmma"]
+    assert "[x]" not in day.get_text() and "[ ]" not in day.get_text()
+    if sanitize:
+        other = day.find("input", attrs={"name": "pw"}) or [i for i in day.find_all("input") if i not in boxes][0]
+        assert other.attrs == {"disabled": "", "type": "checkbox"}
+
+
 # --- a log's own title ----------------------------------------------------------------------------
 
 

@@ -13,15 +13,41 @@ from markdown_it import MarkdownIt
 _MD = MarkdownIt("commonmark").disable("inline")  # block structure only: half the parse time
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]{}])")
+_INLINE = MarkdownIt("commonmark")
 
 
 def md_escape(text: str, *, table: bool = False) -> str:
     """``text`` as literal markdown inside a line: inline markup escaped with
     backslashes, ``<`` and ``&`` as entities, ``|`` escaped in table cells and
     newlines folded to spaces."""
-    text = " ".join(text.split()).replace("&", "&amp;").replace("<", "&lt;")
-    text = _MD_SPECIAL.sub(r"\\\1", text)
+    text = _literal(" ".join(text.split()))
     return text.replace("|", r"\|") if table else text
+
+
+def _literal(text: str) -> str:
+    """``text`` with inline markup escaped and ``<``, ``&`` as entities (spacing kept)."""
+    return _MD_SPECIAL.sub(r"\\\1", text.replace("&", "&amp;").replace("<", "&lt;"))
+
+
+def inline_text(text: str) -> str:
+    """``text``, one line of an entry's markdown (a task's), as markdown safe to set inside a
+    generated line: its code spans and emphasis kept, each link or image as its text (its target
+    was written relative to the entry's own file), everything else literal (:func:`md_escape`).
+    So ``Port `tl.dot` to [wgmma](notes.md)`` reads as "Port ``tl.dot`` to wgmma" wherever
+    it is listed. The inline structure comes from markdown-it-py (CommonMark)."""
+    out: list[str] = []
+    for token in _INLINE.parseInline(" ".join(text.split()))[0].children or []:
+        if token.type == "code_inline":
+            ticks = "`" * (max((len(r) for r in re.findall("`+", token.content)), default=0) + 1)
+            pad = " " if token.content.startswith("`") or token.content.endswith("`") else ""
+            out.append(f"{ticks}{pad}{token.content}{pad}{ticks}")
+        elif token.type in ("em_open", "em_close", "strong_open", "strong_close"):
+            out.append(token.markup if token.markup[0] == "*" else "*" * len(token.markup))
+        elif token.type in ("text", "html_inline", "image"):
+            out.append(_literal(token.content))
+        elif token.type in ("softbreak", "hardbreak"):
+            out.append(" ")
+    return "".join(out).strip()
 
 
 def inline_links(urls: Iterable[str]) -> re.Pattern:

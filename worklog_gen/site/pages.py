@@ -36,6 +36,7 @@ from worklog_gen.site.markup import (
     commonmark_lists,
     html_link,
     inline_links,
+    inline_text,
     link_definitions,
     md_escape,
     shift_headings,
@@ -261,7 +262,7 @@ def day_page(log: Worklog, index: int, ctx: SiteContext, same_day: Sequence[int]
             items.append(f"- {ctx.link(title, link.url, owner[id(link)], src)}{domain}")
         extra.append("## Links\n\n" + "\n".join(items))
     if tasks:
-        items = [f"- {STATUS_MARK[TaskStatus(t.status)]}: {md_escape(plain(t.text))}" for t in tasks]
+        items = [f"- {STATUS_MARK[TaskStatus(t.status)]}: {inline_text(plain(t.text))}" for t in tasks]
         extra.append("## Tasks\n\n" + "\n".join(items))
     if extra:
         parts.append("---")
@@ -590,7 +591,7 @@ def tasks_page(log: Worklog, ctx: SiteContext) -> str:
     ]
     if report.outstanding:
         parts.append("\n".join(
-            f"- {md_escape(plain(task.text))} — carried on "
+            f"- {inline_text(plain(task.text))} — carried on "
             + ", ".join(_day_link(e, src, ctx, e.date.isoformat()) for e in entries)
             for entries, task in report.outstanding
         ))
@@ -599,18 +600,18 @@ def tasks_page(log: Worklog, ctx: SiteContext) -> str:
     parts.append(f"## Carried over, then done ({len(report.carried_then_done)})")
     if report.carried_then_done:
         parts.append("\n".join(
-            f"- {md_escape(plain(task.text))} — carried on {_day_link(a, src, ctx, a.date.isoformat())}, "
+            f"- {inline_text(plain(task.text))} — carried on {_day_link(a, src, ctx, a.date.isoformat())}, "
             f"done on {_day_link(b, src, ctx, b.date.isoformat())}"
             for a, task, b in report.carried_then_done
         ))
     if report.open:  # a checkbox or an outliner's TODO, not marked done on a later day
         parts.append(f"## Open, not marked done since ({len(report.open)})")
-        parts.append("\n".join(f"- {md_escape(plain(task.text))} — open on "
+        parts.append("\n".join(f"- {inline_text(plain(task.text))} — open on "
                                 f"{_day_link(e, src, ctx, e.date.isoformat())}" for e, task in report.open))
     parts.append(f"## Done ({len(report.done)})")
     by_day: dict[str, list[str]] = {}
     for entry, task in report.done:
-        by_day.setdefault(_day_link(entry, src, ctx), []).append(f"    - {md_escape(plain(task.text))}")
+        by_day.setdefault(_day_link(entry, src, ctx), []).append(f"    - {inline_text(plain(task.text))}")
     days = reversed(by_day.items())  # newest day first, tasks in the order written
     parts.append("\n".join(f"- {day}\n" + "\n".join(items) for day, items in days) or "Nothing yet.")
     return "\n\n".join(parts) + "\n"

@@ -33,7 +33,8 @@ from worklog_gen.site.math import MATHML_ATTRIBUTES, MATHML_ELEMENTS
 
 ALLOWED_TAGS = frozenset({
     "a", "abbr", "b", "blockquote", "br", "caption", "code", "dd", "del", "details", "div", "dl", "dt", "em",
-    "figcaption", "figure", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i", "img", "ins", "kbd", "li", "mark",
+    "figcaption", "figure", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i", "img", "input", "ins", "kbd", "label",
+    "li", "mark",
     "ol", "p", "picture", "pre", "s", "small", "source", "span", "strong", "sub", "summary", "sup", "table",
     "tbody", "td", "tfoot", "th", "thead", "tr", "ul", "wbr",
 }) | MATHML_ELEMENTS  # fmt: skip
@@ -45,6 +46,7 @@ ALLOWED_ATTRIBUTES = {
     "*": {"class", "id", "title"},
     "a": {"href"},
     "img": {"src", "alt", "width", "height", "loading"},
+    "input": {"checked", "aria-label"},  # a task list's checkbox (always one: INPUT_ATTRIBUTES)
     "ol": {"start"},
     "td": {"align", "colspan", "rowspan"},
     "th": {"align", "colspan", "rowspan"},
@@ -53,6 +55,9 @@ ALLOWED_ATTRIBUTES = {
     **{tag: MATHML_ATTRIBUTES for tag in MATHML_ELEMENTS},
 }
 """Attributes :func:`clean_html` keeps, per element (``*``: on every kept element)."""
+INPUT_ATTRIBUTES = {"type": "checkbox", "disabled": ""}
+"""Set on every ``<input>`` :func:`clean_html` keeps: a task list's checkbox, as
+``pymdownx.tasklist`` writes it, reads as one; any other input becomes a disabled checkbox."""
 URL_SCHEMES = frozenset({"http", "https", "mailto"})
 """Schemes a link or image may have after :func:`clean_html`; relative URLs are kept too."""
 
@@ -91,7 +96,8 @@ def clean_html(html: str) -> str:
     import nh3
 
     return nh3.clean(html, tags=set(ALLOWED_TAGS), attributes={k: set(v) for k, v in ALLOWED_ATTRIBUTES.items()},
-                     url_schemes=set(URL_SCHEMES), link_rel=None, attribute_filter=_srcset)
+                     url_schemes=set(URL_SCHEMES), link_rel=None, attribute_filter=_srcset,
+                     set_tag_attribute_values={"input": dict(INPUT_ATTRIBUTES)})
 
 
 def _srcset(element: str, attribute: str, value: str) -> str | None:

@@ -5,7 +5,9 @@ The generated pages are written with these markdown extensions: topic pages fold
 math is ``pymdownx.arithmatex``'s generic output (``\\(...\\)``, rendered by ``katex.js``), a
 chart's image carries its size (``attr_list``), a post has footnotes, results are tables, and a
 bare URL in an entry (``read https://… today``) is a link on the page as it is in the reading list
-(``pymdownx.magiclink``: the URLs GitHub links, :mod:`worklog_gen.log.markdown_scan`). A site
+(``pymdownx.magiclink``: the URLs GitHub links, :mod:`worklog_gen.log.markdown_scan`), and a
+GitHub task item (``- [x] …``) starts with a checkbox (``pymdownx.tasklist``, each box named by
+:mod:`worklog_gen.site.tasklist`), as the Tasks page reads it. A site
 that lacks one gets it; a site that sets one keeps its own options, ours filling only the options
 it does not set (as Material's blog plugin needs its extensions, but says so instead).
 
@@ -31,6 +33,8 @@ MARKDOWN_EXTENSIONS: dict[str, dict] = {
     "pymdownx.details": {},
     "pymdownx.magiclink": {},
     "pymdownx.arithmatex": {"generic": True},
+    "pymdownx.tasklist": {"custom_checkbox": True},
+    "worklog_gen.site.tasklist": {},
 }
 """Extension name -> the options the pages need (the author's options win)."""
 
