@@ -13,11 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import pathspec
 import yaml
 from mkdocs.config import base
 from mkdocs.config import config_options as c
 from mkdocs.exceptions import PluginError
 
+from worklog_gen.log import logseq
 from worklog_gen.log.files import Exclusion
 from worklog_gen.paths import OutsideFolder, inside
 
@@ -199,8 +201,15 @@ def worklog_folder(cfg: WorklogConfig, root: Path) -> Path:
 
 
 def exclusion(cfg: WorklogConfig, root: Path) -> Exclusion:
-    """What the ``exclude`` option leaves out of the worklog folder (nothing without it)."""
-    return Exclusion(worklog_folder(cfg, root), cfg.exclude)
+    """What the ``exclude`` option leaves out of the worklog folder (nothing without it), and, in
+    a Logseq graph, all but its journals and assets (:data:`worklog_gen.log.logseq.GRAPH_EXCLUDE`,
+    before the option's patterns, so that a ``!pages/plan.md`` of the option takes a file back)."""
+    folder = worklog_folder(cfg, root)
+    spec = cfg.exclude
+    if logseq.is_graph(folder):
+        graph = pathspec.GitIgnoreSpec.from_lines(logseq.GRAPH_EXCLUDE)
+        spec = graph if spec is None else graph + spec
+    return Exclusion(folder, spec)
 
 
 def load_plugin_config(mkdocs_yml: str | Path = "mkdocs.yml",

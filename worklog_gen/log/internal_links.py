@@ -20,6 +20,11 @@ no file in the folder (in Obsidian, a note not written yet) is its text (the ali
 name), with a note (``wikilink``, info: it never fails a build); a cross-reference that names none
 stays as written, with a warning (``missing-file``), as Hugo stops on one.
 
+A Logseq journal's block reference, ``((6756a1b2-...))``, is a link to the file of the block whose
+``id::`` it names, its text the block's (:func:`worklog_gen.log.logseq.block_texts`), as Logseq
+shows the block's text in its place; one that names no block stays as written, with a note
+(``wikilink``, info).
+
 The parser resolves each entry's internal links once (:func:`resolve`); the page writes the same
 markdown from what it recorded (:func:`rewrite`), so both read one text.
 """
@@ -35,6 +40,7 @@ from pathlib import Path
 from markdown.extensions.toc import slugify
 
 from worklog_gen.log.diagnostics import Diagnostic, DiagnosticCode
+from worklog_gen.log.logseq import BLOCK_REF_RE, block_texts
 from worklog_gen.log.repair import code_span_ranges, track_fence
 from worklog_gen.paths import OutsideFolder, inside
 
@@ -63,6 +69,29 @@ class Vault:
         self.excluded = excluded or (lambda path: False)
         """The files the plugin's ``exclude`` leaves out (:class:`~worklog_gen.log.files.Exclusion`): never found."""
         self._by_name: dict[str, list[Path]] | None = None
+        self._blocks: dict[str, tuple[Path, str]] | None = None
+
+    def block(self, uuid: str) -> tuple[Path, str] | None:
+        """The file and text of the block whose ``id::`` is ``uuid`` (a Logseq block reference's),
+        among the markdown files of the folder (:meth:`files`); ``None`` when there is none."""
+        if self._blocks is None:
+            self._blocks = block_texts(f for f in self.files() if f.suffix.lower() == ".md")
+        return self._blocks.get(uuid)
+
+    def files(self) -> list[Path]:
+        """Every file of the folder but those in hidden folders and those :attr:`excluded` leaves out."""
+        return [f for found in self._names().values() for f in found]
+
+    def _names(self) -> dict[str, list[Path]]:
+        """File name (lower case) -> the files of that name; listed once."""
+        if self._by_name is None:
+            self._by_name = {}
+            for dirpath, dirs, files in os.walk(self.folder):
+                dirs[:] = [d for d in dirs if not d.startswith(".")]  # .git, .obsidian, .trash: as the log's files
+                for file in files:
+                    if not file.startswith(".") and not self.excluded(Path(dirpath) / file):
+                        self._by_name.setdefault(file.lower(), []).append(Path(dirpath) / file)
+        return self._by_name
 
     def find(self, target: str, here: Path) -> Path | None:
         """The file ``target`` (a wikilink's, without heading or alias; a cross-reference's) names
@@ -79,17 +108,11 @@ class Vault:
                     return inside(candidate, self.folder)
                 except OutsideFolder:
                     return None
-        if self._by_name is None:
-            self._by_name = {}
-            for dirpath, dirs, files in os.walk(self.folder):
-                dirs[:] = [d for d in dirs if not d.startswith(".")]  # .git, .obsidian, .trash: as the log's files
-                for file in files:
-                    if not file.startswith(".") and not self.excluded(Path(dirpath) / file):
-                        self._by_name.setdefault(file.lower(), []).append(Path(dirpath) / file)
-        found = [f for n in names[:2] for f in self._by_name.get(Path(n).name.lower(), [])]
+        by_name = self._names()
+        found = [f for n in names[:2] for f in by_name.get(Path(n).name.lower(), [])]
         bundle = Path(name).name.lower()
         if len(names) > 2:
-            found += [f for f in self._by_name.get("index.md", []) if f.parent.name.lower() == bundle]
+            found += [f for f in by_name.get("index.md", []) if f.parent.name.lower() == bundle]
         if not found:
             return None
         here = here.absolute()
@@ -102,13 +125,13 @@ class Vault:
 
 def _may_hold(line: str) -> bool:
     """Whether ``line`` may hold an internal link (a cheap test before the patterns)."""
-    return "[[" in line or "ref" in line or "post_url" in line or "link" in line
+    return "[[" in line or "ref" in line or "post_url" in line or "link" in line or "((" in line
 
 
 def _each(text: str, replace: Callable[[re.Match, int], str]) -> str:
     """``text`` with each wikilink and cross-reference outside code (fenced blocks, code spans)
     replaced by ``replace(match, line_index)``; every line keeps its place."""
-    if "[[" not in text and "{{" not in text and "{%" not in text:
+    if not _may_link(text):
         return text
     lines, fence = text.split("\n"), None
     for i, line in enumerate(lines):
@@ -116,11 +139,16 @@ def _each(text: str, replace: Callable[[re.Match, int], str]) -> str:
         if marker or fence is not None or not _may_hold(line):
             continue
         spans = code_span_ranges(line)
-        for pattern in (WIKILINK_RE, REFERENCE_RE):
+        for pattern in (WIKILINK_RE, REFERENCE_RE, BLOCK_REF_RE):
             line = pattern.sub(lambda m: m[0] if any(a <= m.start() < b for a, b in spans) else replace(m, i), line)
             spans = code_span_ranges(line)
         lines[i] = line
     return "\n".join(lines)
+
+
+def _may_link(text: str) -> bool:
+    """Whether ``text`` may hold an internal link at all (a cheap test before reading its lines)."""
+    return "[[" in text or "{{" in text or "{%" in text or "((" in text
 
 
 def resolve(text: str, file: Path, vault: Vault | None, path: str,
@@ -130,7 +158,7 @@ def resolve(text: str, file: Path, vault: Vault | None, path: str,
     docstring); what each became (for :func:`rewrite`), and a ``wikilink`` note for each wikilink
     that names no file, a ``missing-file`` warning for each such cross-reference. Without a
     ``vault``, a name is looked for beside ``file`` only."""
-    if "[[" not in text and "{{" not in text and "{%" not in text:
+    if not _may_link(text):
         return text, {}, []
     made: dict[str, str] = {}
     problems: list[Diagnostic] = []
@@ -141,6 +169,8 @@ def resolve(text: str, file: Path, vault: Vault | None, path: str,
             return made[m[0]]
         if m.re is REFERENCE_RE:
             return reference(m, i)
+        if m.re is BLOCK_REF_RE:
+            return block(m, i)
         target, anchor, alias = m["target"].strip(), (m["anchor"] or "").strip(), (m["alias"] or "").strip()
         text = _label(m)
         if not target:  # [[#Heading]]: a heading of the same page
@@ -169,6 +199,16 @@ def resolve(text: str, file: Path, vault: Vault | None, path: str,
                                        "folder; the page shows it as written", DiagnosticCode.MISSING_FILE))
             return m[0]
         made[m[0]] = quote(Path(os.path.relpath(found, here)).as_posix()) + (f"#{anchor}" if anchor else "")
+        return made[m[0]]
+
+    def block(m: re.Match, i: int) -> str:
+        found = vault.block(m["uuid"]) if vault is not None else block_texts([file.absolute()]).get(m["uuid"])
+        if found is None:
+            problems.append(Diagnostic(path, first_line + i, f"block reference {m[0]!r} names no block of the worklog "
+                                       "folder (no 'id::' property with that id); the page shows it as written",
+                                       DiagnosticCode.WIKILINK))
+            return m[0]
+        made[m[0]] = f"[{_escape(plain(found[1]))}](<{Path(os.path.relpath(found[0], here)).as_posix()}>)"
         return made[m[0]]
 
     def find(target: str) -> Path | None:

@@ -80,7 +80,7 @@ from worklog_gen.log.diagnostics import Diagnostic, DiagnosticCode
 from worklog_gen.log.files import Exclusion, display_name, read_log_file, worklog_files
 from worklog_gen.log.model import DateOrder, Entry, SourceFile, Worklog
 from worklog_gen.log.markdown_scan import scan
-from worklog_gen.log import internal_links, local_files
+from worklog_gen.log import internal_links, local_files, logseq
 from worklog_gen.log.shortcodes import Image, find_image, find_problems, has_markup, resolve_urls
 from worklog_gen.log.tasks import entry_tasks
 
@@ -276,13 +276,14 @@ def _analyse(src: SourceFile, file: Path, vault: internal_links.Vault | None) ->
         first_line = src.front_matter_lines + 1
         text, src.preamble_internal_links, more = internal_links.resolve(src.preamble, file, vault, src.path,
                                                                          first_line)
-        found = scan(resolve_urls(text), first_line)
+        found = scan(logseq.without_hidden_properties(resolve_urls(text)), first_line)
         src.preamble_links, src.preamble_images = found.links, found.images
         diagnostics += more
     for e in src.entries:
         first_line = e.line + 1 if e.header else e.line
         text, e.internal_links, more = internal_links.resolve(e.body, file, vault, e.path, first_line)
-        found = scan(resolve_urls(text), first_line)  # a Jekyll post's {{ site.baseurl }}/x.png is /x.png
+        # a Jekyll post's {{ site.baseurl }}/x.png is /x.png; Logseq's hidden properties are no words
+        found = scan(logseq.without_hidden_properties(resolve_urls(text)), first_line)
         e.links, e.words, e.images = found.links, found.words, found.images
         e.tasks = entry_tasks(e.body.split("\n"), first_line, found.code_lines)
         diagnostics += more

@@ -43,6 +43,7 @@ from worklog_gen.site.markup import (
 )
 from worklog_gen.log.files import Exclusion
 from worklog_gen.log.front_matter import title_heading
+from worklog_gen.log import logseq
 from worklog_gen.log.internal_links import plain, rewrite
 from worklog_gen.log.local_files import can_run_script, file_links, page_target
 from worklog_gen.log.repair import code_span_ranges, track_fence
@@ -85,7 +86,7 @@ def summary(entry: Entry, limit: int = SUMMARY_CHARS) -> str:
     prose (a first link is its title), cut at a word boundary to at most ``limit``
     characters with ``…``. ``"(no text)"`` for an empty entry. Plain text; a post's Hugo
     shortcodes read as the page shows them (a figure as its caption or alt text)."""
-    body = _without_title(entry, rewrite(entry.body, entry.internal_links))
+    body = _without_title(entry, logseq.without_hidden_properties(rewrite(entry.body, entry.internal_links)))
     body = to_markdown(body, lambda image: None) if has_markup(body) else body
     text = prose(body).split("\n", 1)[0]
     if not text:
@@ -302,6 +303,7 @@ def entry_body(entry: Entry, src: str, ctx: SiteContext) -> str:
     beside the page, :func:`_image_url`); a post's first heading left out when it is its title,
     which the page shows above it."""
     body = resolve_urls(rewrite(commonmark_lists(entry.body), entry.internal_links))  # as the parser read its links
+    body = logseq.to_markdown(body)  # Logseq's hidden properties, macros and image sizes
     body, rest = _published_links(body, entry.path, [*entry.links, *entry.images], src, ctx)
     body = ctx.old_links.rewrite(body, rest, entry.path).strip("\n")
     if has_markup(body):  # Hugo shortcodes and Jekyll's Liquid, as the markdown they stand for
@@ -494,7 +496,7 @@ def home_page(log: Worklog, ctx: SiteContext) -> str:
     own = str(log.front_matter.get("title") or "") if len(prefaced) <= 1 else ""  # the log's, not the config's
     parts = [f"# {md_escape(own or ctx.title)}"]
     for file_title, text, path, links in prefaced:  # each file's routine and rules, under its title if several
-        preamble, rest = _published_links(resolve_urls(commonmark_lists(text)), path, links, src, ctx)
+        preamble, rest = _published_links(logseq.to_markdown(resolve_urls(commonmark_lists(text))), path, links, src, ctx)
         if len(prefaced) > 1:
             parts.append(f"## {md_escape(file_title)}")
             preamble = shift_headings(preamble, 2)

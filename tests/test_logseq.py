@@ -1,0 +1,126 @@
+"""A Logseq graph as the worklog folder: its journals read, its pages, settings and backups left
+out, its pasted images published, and what Logseq writes into a journal (properties, block
+references, macros, image sizes, task keywords) shown as Logseq shows it."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+from bs4 import BeautifulSoup
+
+from worklog_gen.log import logseq
+from worklog_gen.log.parse import load
+
+PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==")
+SWIZZLE_ID = "6756a1b2-1c3d-4e5f-8a9b-0c1d2e3f4a5b"
+
+DEC_08 = f"""\
+- Read the [Triton matmul tutorial](https://triton-lang.org/main/getting-started/tutorials/03-matrix-multiplication.html)
+  collapsed:: true
+\t- grouped ordering of the program ids keeps tiles of B in L2
+\t  id:: {SWIZZLE_ID}
+\t- `tl.dot` lowers to wgmma on Hopper
+- DONE vector add against `torch.add`
+- TODO swizzle the program ids
+"""
+DEC_09 = f"""\
+- Why the swizzle works: (({SWIZZLE_ID}))
+- Roofline of my matmul
+  ![image.png](../assets/image_1733750000000_0.png){{:height 300, :width 420}}
+- DONE swizzle the program ids
+- {{{{video https://www.youtube.com/watch?v=Rg0kE9kDvrA}}}}
+- Not yet: ((00000000-1111-2222-3333-444444444444))
+"""
+DEC_10 = """\
+type:: journal
+source:: lecture 7
+
+- LATER read the FlashAttention paper
+- ```python
+  id:: stays-in-code
+  ```
+"""
+
+
+def _graph() -> dict[str, bytes]:
+    """The files of a Logseq graph kept as the worklog folder (``worklog/``): three journals, a page,
+    a pasted image, the settings, and a backup whose name starts with a date."""
+    return {
+        "worklog/journals/2025_12_08.md": DEC_08.encode(),
+        "worklog/journals/2025_12_09.md": DEC_09.encode(),
+        "worklog/journals/2025_12_10.md": DEC_10.encode(),
+        "worklog/pages/Tensor Cores.md": b"- wgmma is the Hopper instruction\n",
+        "worklog/assets/image_1733750000000_0.png": PNG,
+        "worklog/logseq/config.edn": b"{:meta/version 1}\n",
+        "worklog/logseq/bak/journals/2025_12_09/2025-12-09T10_00_00.000Z.Desktop.md": b"- an old copy\n",
+    }
+
+
+def test_to_markdown_writes_what_logseq_shows():
+    text = "\n".join([
+        "- DONE tiled matmul", "  collapsed:: true", "- LATER read the paper", "  heading:: true",
+        "type:: journal", "source:: lecture 7", "- {{video https://youtu.be/x}} {{query (todo now)}}",
+        "- ![a.png](../assets/a.png){:height 300, :width 420}", "- `{{video https://in.code}}`",
+        "```", "id:: kept", "- TODO in code", "```",
+    ])
+    assert logseq.to_markdown(text).split("\n") == [
+        "- [x] tiled matmul", "- [ ] LATER read the paper",
+        "type:: journal  ", "source:: lecture 7", "- <https://youtu.be/x> {{query (todo now)}}",
+        '- ![a.png](../assets/a.png){ width="420" height="300" }', "- `{{video https://in.code}}`",
+        "```", "id:: kept", "- TODO in code", "```",
+    ]
+
+
+def test_hidden_properties_are_no_words_and_every_line_keeps_its_place():
+    text = f"- a block\n  id:: {SWIZZLE_ID}\n  collapsed:: true\n- next"
+    assert logseq.without_hidden_properties(text) == "- a block\n\n\n- next"
+
+
+def test_block_texts_are_the_line_that_starts_each_block(tmp_path):
+    day = tmp_path / "2025_12_08.md"
+    day.write_text(DEC_08, encoding="utf-8")
+    assert logseq.block_texts([day]) == {SWIZZLE_ID: (day, "grouped ordering of the program ids keeps tiles of B in L2")}
+
+
+def test_a_graph_is_read_for_its_journals_only(tmp_path):
+    for name, data in _graph().items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(data)
+    (tmp_path / "mkdocs.yml").write_text("site_name: g\nplugins:\n  - worklog\n", encoding="utf-8")
+    from worklog_gen.config import exclusion, load_plugin_config
+
+    cfg, root = load_plugin_config(tmp_path / "mkdocs.yml")
+    log = load(tmp_path / "worklog", exclude=exclusion(cfg, root))
+    assert [e.date.isoformat() for e in log.entries] == ["2025-12-08", "2025-12-09", "2025-12-10"]
+    assert {e.path.split("/")[-2] for e in log.entries} == {"journals"}
+    shown = "\n".join(line for line in DEC_08.split("\n") if "::" not in line)  # as the page shows it
+    (tmp_path / "plain.md").write_text("2025-12-08\n" + shown, encoding="utf-8")
+    assert log.entries[0].words == load(tmp_path / "plain.md").entries[0].words  # hidden properties are no words
+    missing = [d for d in log.diagnostics if d.code.value == "wikilink"]
+    assert [(d.path.endswith("journals/2025_12_09.md"), d.line) for d in missing] == [(True, 6)]  # the unknown block
+
+
+@pytest.mark.parametrize("sanitize", [False, True], ids=["as-written", "sanitized"])
+def test_a_graph_builds_as_logseq_shows_it(build_site, sanitize):
+    site = build_site(None, files=_graph(), plugin={"sanitize": sanitize})
+
+    def article(day):
+        return BeautifulSoup((site / f"worklog/{day}/index.html").read_text(encoding="utf-8"), "html.parser").find("article")
+
+    dec_08, dec_09, dec_10 = article("2025-12-08"), article("2025-12-09"), article("2025-12-10")
+    assert "collapsed::" not in dec_08.get_text() and "id::" not in dec_08.get_text()
+    boxes = [(i["aria-label"], i.has_attr("checked")) for i in dec_08.select("li.task-list-item input")]
+    assert boxes == [("done", True), ("open", False)]  # - DONE, - TODO
+    ref = dec_09.find("a", string="grouped ordering of the program ids keeps tiles of B in L2")
+    assert ref is not None and ref["href"] == "../2025-12-08/"  # the block's day
+    image = dec_09.find("img", alt="image.png")
+    assert (image["width"], image["height"]) == ("420", "300")
+    assert (site / "worklog/2025-12-09" / image["src"]).read_bytes() == PNG  # published from the graph's assets/
+    assert dec_09.find("a", href="https://www.youtube.com/watch?v=Rg0kE9kDvrA") is not None
+    assert "{{video" not in dec_09.get_text()
+    assert "((00000000-1111-2222-3333-444444444444))" in dec_09.get_text()  # no such block: as written
+    assert "type:: journal\nsource:: lecture 7" in dec_10.get_text()  # shown, one a line
+    assert dec_10.find("br") is not None
+    assert "id:: stays-in-code" in dec_10.find("code").get_text()
+    assert not (site / "worklog/tensor-cores").exists() and "old copy" not in (site / "worklog/index.html").read_text()
