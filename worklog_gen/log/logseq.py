@@ -32,6 +32,8 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from worklog_gen.log.repair import code_span_ranges, track_fence
+
 CONFIG = Path("logseq", "config.edn")
 """The file that makes a folder a Logseq graph."""
 GRAPH_EXCLUDE = ("/logseq/", "/pages/", "/whiteboards/", "/draws/")
@@ -96,8 +98,6 @@ def to_markdown(text: str) -> str:
     links, an image's EDN size as ``attr_list`` attributes, and a list item's task keyword as a
     checkbox (see the module docstring). Code blocks and code spans are markdown of their own: a
     property, macro or keyword inside one stays."""
-    from worklog_gen.log.repair import code_span_ranges, track_fence
-
     if "::" not in text and "{" not in text and not _ANY_KEYWORD_ITEM.search(text):
         return text
     out, fence = [], None
