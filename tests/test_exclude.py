@@ -112,3 +112,56 @@ def test_the_init_template_s_exclude_works_once_uncommented(tmp_path):
     excluded = exclusion(cfg, root)
     assert excluded(tmp_path / "worklog" / "Templates" / "Daily.md")
     assert not excluded(tmp_path / "worklog" / "log.md")
+
+
+# --- a vault or a graph recognised: no exclude needed ---------------------------------------------
+
+
+def _config(root, options: str = ""):
+    from worklog_gen.config import exclusion, load_plugin_config
+
+    (root / "mkdocs.yml").write_text(f"site_name: v\nplugins:\n  - worklog:\n      worklog_dir: worklog\n{options}",
+                                     encoding="utf-8")
+    cfg, folder = load_plugin_config(root / "mkdocs.yml")
+    return exclusion(cfg, folder)
+
+
+@pytest.mark.parametrize("settings", [None, '{"folder": "Daily/", "format": "YYYY-MM-DD", "template": "Templates/Daily"}'],
+                         ids=["no-settings", "daily-notes-json"])
+def test_an_obsidian_vault_is_read_for_its_daily_notes(tmp_path, settings):
+    """A vault (``.obsidian/``) needs no ``exclude``: its daily notes are the log, the folder its
+    Daily notes settings name, else every note named by a date; its other notes and templates are
+    left out, its attachments still found."""
+    folder = _vault(tmp_path)
+    (folder / ".obsidian").mkdir()
+    if settings:
+        (folder / ".obsidian" / "daily-notes.json").write_text(settings, encoding="utf-8")
+    (folder / "Home.md").write_text("# My vault\n", encoding="utf-8")
+    exclude = _config(tmp_path)
+    names = [p.relative_to(folder).as_posix() for p in worklog_files(folder, exclude)]
+    assert names == ["Daily/2025-12-08.md", "Daily/2025-12-09.md", "Daily/2025-12-10.draft.md"]
+    log = load(folder, exclude=exclude)
+    assert not [d for d in log.diagnostics if d.severity == "error"]
+    # attachments stay found (a private one too: only notes are left out; exclude names the rest)
+    assert [i.url for i in log.entries[0].images] == ["../attachments/roofline.png", "../private/salary.png"]
+    assert [d.code for d in log.diagnostics if d.path.endswith("2025-12-08.md")] == ["wikilink"]  # [[Triton notes]]
+
+
+def test_the_exclude_option_adds_to_a_vault_s_own_and_may_take_a_note_back(tmp_path):
+    folder = _vault(tmp_path)
+    (folder / ".obsidian").mkdir()
+    exclude = _config(tmp_path, "      exclude: |\n        *.draft.md\n        !private/Triton notes.md\n")
+    names = [p.relative_to(folder).as_posix() for p in worklog_files(folder, exclude)]
+    assert names == ["Daily/2025-12-08.md", "Daily/2025-12-09.md", "private/Triton notes.md"]
+
+
+def test_a_logseq_graph_leaves_out_its_pages_settings_and_backups(tmp_path):
+    folder = tmp_path / "worklog"
+    for name in ("journals/2025_12_08.md", "pages/Triton.md", "logseq/bak/journals/2025_12_08/2025-12-08T10_00_00.000Z.md",
+                 "whiteboards/plan.md", "assets/roofline.png"):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text("- x\n", encoding="utf-8")
+    (folder / "logseq" / "config.edn").write_text("{}\n", encoding="utf-8")
+    exclude = _config(tmp_path)
+    assert [p.relative_to(folder).as_posix() for p in worklog_files(folder, exclude)] == ["journals/2025_12_08.md"]
+    assert not exclude(folder / "assets" / "roofline.png")

@@ -19,7 +19,7 @@ from mkdocs.config import base
 from mkdocs.config import config_options as c
 from mkdocs.exceptions import PluginError
 
-from worklog_gen.log import logseq
+from worklog_gen.log import logseq, obsidian
 from worklog_gen.log.files import Exclusion
 from worklog_gen.paths import OutsideFolder, inside
 
@@ -202,13 +202,14 @@ def worklog_folder(cfg: WorklogConfig, root: Path) -> Path:
 
 def exclusion(cfg: WorklogConfig, root: Path) -> Exclusion:
     """What the ``exclude`` option leaves out of the worklog folder (nothing without it), and, in
-    a Logseq graph, all but its journals and assets (:data:`worklog_gen.log.logseq.GRAPH_EXCLUDE`,
-    before the option's patterns, so that a ``!pages/plan.md`` of the option takes a file back)."""
+    a Logseq graph or an Obsidian vault, the notes that are not its journals or daily notes
+    (:func:`worklog_gen.log.logseq.exclude_patterns`, :func:`worklog_gen.log.obsidian.exclude_patterns`),
+    before the option's patterns, so that a ``!pages/plan.md`` of the option takes a file back."""
     folder = worklog_folder(cfg, root)
     spec = cfg.exclude
-    if logseq.is_graph(folder):
-        graph = pathspec.GitIgnoreSpec.from_lines(logseq.GRAPH_EXCLUDE)
-        spec = graph if spec is None else graph + spec
+    if tool := logseq.exclude_patterns(folder) or obsidian.exclude_patterns(folder):
+        own = pathspec.GitIgnoreSpec.from_lines(tool)
+        spec = own if spec is None else own + spec
     return Exclusion(folder, spec)
 
 

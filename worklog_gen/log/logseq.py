@@ -63,6 +63,11 @@ def is_graph(folder: Path) -> bool:
     return (folder / CONFIG).is_file()
 
 
+def exclude_patterns(folder: Path) -> tuple[str, ...]:
+    """:data:`GRAPH_EXCLUDE` for a Logseq graph, ``()`` for any other folder."""
+    return GRAPH_EXCLUDE if is_graph(folder) else ()
+
+
 def block_texts(files: Iterable[Path]) -> dict[str, tuple[Path, str]]:
     """Each block id (``id:: <uuid>``) in ``files`` (markdown) -> the file and the block's text: the
     line that starts the block (the nearest line above its ``id::`` that is no property), without

@@ -1,0 +1,51 @@
+"""An Obsidian vault as the worklog folder: its daily notes are the log.
+
+A vault (https://help.obsidian.md/) is a folder with Obsidian's settings in ``.obsidian/``. Its
+Daily notes plugin keeps a note a day, named by its date, in the folder its settings name
+(``.obsidian/daily-notes.json``: ``{"folder": "Daily", "format": "YYYY-MM-DD", "template":
+"Templates/Daily"}``; no file, or no ``folder``, is the vault's root). Pointed at the vault, the
+worklog reads the daily notes only (:func:`exclude_patterns`): its other notes and its templates
+are no part of the log, as if the plugin's ``exclude`` named them, while its attachments (images,
+PDFs) stay in the folder, published where a day shows or links one.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+SETTINGS = Path(".obsidian")
+"""The folder that makes a folder an Obsidian vault."""
+DAILY_NOTES = SETTINGS / "daily-notes.json"
+"""The Daily notes plugin's settings in a vault."""
+DATED_NOTE = "[0-9][0-9][0-9][0-9][-_.][0-9][0-9][-_.][0-9][0-9]*.md"
+"""A note named by its date, year first (``2025-12-09.md``), as a gitignore pattern."""
+
+
+def is_vault(folder: Path) -> bool:
+    """Whether ``folder`` is an Obsidian vault's root (it holds :data:`SETTINGS`)."""
+    return (folder / SETTINGS).is_dir()
+
+
+def daily_folder(folder: Path) -> str:
+    """The folder of the vault ``folder`` that holds its daily notes, relative to the vault, as its
+    settings name it (``"Daily"``); ``""`` for the vault's root, also when the settings are
+    missing or cannot be read."""
+    try:
+        settings = json.loads((folder / DAILY_NOTES).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    name = settings.get("folder") if isinstance(settings, dict) else None
+    return name.strip().strip("/") if isinstance(name, str) else ""
+
+
+def exclude_patterns(folder: Path) -> tuple[str, ...]:
+    """For a vault, gitignore patterns (from its root) that leave out every note but the daily
+    notes: all of the daily folder's notes, or, when that is the vault's root, those named by a
+    date (:data:`DATED_NOTE`) in any of its folders (where other plugins keep them). Files that are
+    not notes (attachments) are left in. ``()`` for a
+    folder that is no vault."""
+    if not is_vault(folder):
+        return ()
+    daily = daily_folder(folder)
+    return ("*.md", f"!/{daily}/**/*.md") if daily else ("*.md", f"!{DATED_NOTE}")
