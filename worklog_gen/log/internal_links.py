@@ -178,8 +178,9 @@ def resolve(text: str, file: Path, vault: Vault | None, path: str,
             return made[m[0]]
         found = find(target)
         if found is None:
-            problems.append(Diagnostic(path, first_line + i, f"wikilink {m[0]!r} names no file in the worklog folder "
-                                       "(a note not written yet?); the page shows its text", DiagnosticCode.WIKILINK))
+            problems.append(Diagnostic(path, first_line + i, f"wikilink {m[0]!r} finds no file in the worklog folder "
+                                       "(a note not written yet, or one left out as no part of the log); "
+                                       "the page shows its text", DiagnosticCode.WIKILINK))
             made[m[0]] = _escape(text)
             return made[m[0]]
         rel = Path(os.path.relpath(found, here)).as_posix()
