@@ -84,8 +84,9 @@ class DiagnosticCode(str, enum.Enum):
                     "(`## Tuesday, 25 November`: 2025)")
     EMPTY_ENTRY = ("empty-entry", Severity.INFO, "an entry with no text, kept as an empty entry")
     WIKILINK = ("wikilink", Severity.INFO,
-                "an Obsidian wikilink (`[[Triton notes]]`) that names no file in the worklog folder (a note not "
-                "written yet), shown as its text")
+                "an Obsidian wikilink (`[[Triton notes]]`) that finds no file in the worklog folder (a note not "
+                "written yet, or one left out as no part of the log), shown as its text; a Logseq block reference "
+                "(`((uuid))`) that names no block, shown as written")
     DAY_NUMBER = ("day-number", Severity.INFO, "a progress log's `Day N` missing or repeated")
     SAME_DAY = ("same-day", Severity.INFO, "a day written in two files, shown on one page")
 
