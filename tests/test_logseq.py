@@ -114,6 +114,8 @@ def test_a_graph_builds_as_logseq_shows_it(build_site, sanitize):
     assert boxes == [("done", True), ("open", False)]  # - DONE, - TODO
     ref = dec_09.find("a", string="grouped ordering of the program ids keeps tiles of B in L2")
     assert ref is not None and ref["href"] == "../2025-12-08/"  # the block's day
+    read = [a["href"] for a in dec_09.find("h2", id="links").find_next("ul").find_all("a")]
+    assert read == ["https://www.youtube.com/watch?v=Rg0kE9kDvrA"]  # a link to another day is written, not read
     image = dec_09.find("img", alt="image.png")
     assert (image["width"], image["height"]) == ("420", "300")
     assert (site / "worklog/2025-12-09" / image["src"]).read_bytes() == PNG  # published from the graph's assets/

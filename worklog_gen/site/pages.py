@@ -246,7 +246,7 @@ def day_page(log: Worklog, index: int, ctx: SiteContext, same_day: Sequence[int]
     if any(_FOOTNOTE.search(e.body) for e in group):  # footnotes under the text, above the links and the day bar
         parts.append(FOOTNOTES_HERE)
     topic_ids = list(dict.fromkeys(t for e in group for t in ctx.entry_topics.get(e.slug, [])))
-    links = [link for e in group for link in e.links]
+    links = [link for e in group for link in e.links if not _to_own_entry(link.url, e.path, ctx)]  # read, not written
     owner = {id(link): e for e in group for link in e.links}
     tasks = [t for e in group for t in e.tasks]
     extra: list[str] = []
@@ -363,6 +363,13 @@ def _link_log_files(log: Worklog, sources: list[tuple[str, list[Link]]], ctx: Si
             page = pages.get((here / target[0]).resolve())
             if page is not None:
                 mine[link.url] = page + (f"#{target[1]}" if target[1] else "")
+
+
+def _to_own_entry(url: str, path: str, ctx: SiteContext) -> bool:
+    """Whether ``url``, a link of file ``path``, leads to one of the log's own files
+    (``[yesterday](2025-12-08.md)``, a wikilink or block reference to another day): the author
+    wrote it, not read it, so the reading list and a day's links leave it out."""
+    return page_target(url) is not None and ctx.published.get(path, {}).get(url) is not None
 
 
 def _published_links(body: str, path: str, links: list[Link], src: str, ctx: SiteContext) -> tuple[str, list[Link]]:
@@ -561,8 +568,7 @@ def reading_list_page(log: Worklog, ctx: SiteContext) -> str:
     appears on, linked to their pages; not those to the log's own entries (``[[2025-12-08]]``,
     ``[yesterday](2025-12-08.md)``, a post's cross-reference), which the author wrote, not read."""
     src = ctx.layout.reading_list
-    items = [item for item in reading_list(log.entries)
-             if page_target(item.url) is None or ctx.published.get(item.entries[0].path, {}).get(item.url) is None]
+    items = [item for item in reading_list(log.entries) if not _to_own_entry(item.url, item.entries[0].path, ctx)]
     parts = [
         "# Reading list",
         f"{len(items)} distinct links from {len(log.entries)} entries, in order of first appearance.",
