@@ -375,6 +375,41 @@ def test_a_task_list_item_starts_with_a_checkbox_named_by_its_state(build_site, 
         assert other.attrs == {"disabled": "", "type": "checkbox"}
 
 
+CALLOUT_LOG = """\
+12/09/25 (T - 154)
+
+> [!NOTE] Why grouped ordering
+> Tiles of B stay in L2 across a group of rows.
+
+> [!TIP]- The tile shape
+> wgmma wants 64 rows per warpgroup.
+
+> A plain quote from the [Triton tutorial](https://triton-lang.org/main/getting-started/tutorials/03-matrix-multiplication.html).
+
+```
+> [!NOTE] in code, as written
+```
+"""
+
+
+@pytest.mark.parametrize("sanitize", [False, True], ids=["as-written", "sanitized"])
+def test_github_and_obsidian_callouts_are_admonitions(build_site, sanitize):
+    """``> [!NOTE] title`` is a note box with its title, ``[!TIP]-`` a closed fold; a plain quote
+    and a callout in code stay as written; the summary on the timeline is the callout's title."""
+    site = build_site(CALLOUT_LOG, plugin={"sanitize": sanitize})
+    day = html(site, "worklog/2025-12-09/index.html").find("article")
+    note = day.find("div", class_="admonition")
+    assert note["class"] == ["admonition", "note"]
+    assert note.find(class_="admonition-title").get_text() == "Why grouped ordering"
+    fold = day.find("details", class_="tip")
+    assert fold is not None and not fold.has_attr("open") and fold.find("summary").get_text() == "The tile shape"
+    assert day.find("blockquote").get_text(" ", strip=True).startswith("A plain quote")
+    assert "[!NOTE] in code, as written" in day.find("code").get_text()
+    assert "[!" not in day.get_text().replace("[!NOTE] in code", "")
+    home = html(site, "worklog/index.html").find("article").get_text()
+    assert "Why grouped ordering" in home and "[!NOTE]" not in home
+
+
 # --- a log's own title ----------------------------------------------------------------------------
 
 

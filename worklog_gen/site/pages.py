@@ -48,6 +48,7 @@ from worklog_gen.log.internal_links import plain, rewrite
 from worklog_gen.log.local_files import can_run_script, file_links, page_target
 from worklog_gen.log.repair import code_span_ranges, track_fence
 from worklog_gen.log.shortcodes import Image, find_image, has_markup, is_url, resolve_urls, to_markdown
+from worklog_gen.site.callouts import admonitions, without_types
 from worklog_gen.site.old_links import OldSiteLinks
 from worklog_gen.site.stats import month_title, reading_list, streaks, task_report, timeline, words_by_date
 from worklog_gen.site.topics import prose
@@ -86,7 +87,7 @@ def summary(entry: Entry, limit: int = SUMMARY_CHARS) -> str:
     prose (a first link is its title), cut at a word boundary to at most ``limit``
     characters with ``…``. ``"(no text)"`` for an empty entry. Plain text; a post's Hugo
     shortcodes read as the page shows them (a figure as its caption or alt text)."""
-    body = _without_title(entry, logseq.without_hidden_properties(rewrite(entry.body, entry.internal_links)))
+    body = _without_title(entry, without_types(logseq.without_hidden_properties(rewrite(entry.body, entry.internal_links))))
     body = to_markdown(body, lambda image: None) if has_markup(body) else body
     text = prose(body).split("\n", 1)[0]
     if not text:
@@ -300,10 +301,12 @@ def entry_body(entry: Entry, src: str, ctx: SiteContext) -> str:
     CommonMark, wikilinks and cross-references as the parser resolved them
     (:func:`~worklog_gen.log.internal_links.rewrite`), old-site links handled (``ctx.old_links``),
     Hugo shortcodes and Jekyll's Liquid as the markdown they stand for (a figure's image published
-    beside the page, :func:`_image_url`); a post's first heading left out when it is its title,
-    which the page shows above it."""
+    beside the page, :func:`_image_url`), Logseq's markup as Logseq shows it
+    (:func:`worklog_gen.log.logseq.to_markdown`), GitHub's and Obsidian's callouts as admonitions
+    (:func:`worklog_gen.site.callouts.admonitions`); a post's first heading left out when it is its
+    title, which the page shows above it."""
     body = resolve_urls(rewrite(commonmark_lists(entry.body), entry.internal_links))  # as the parser read its links
-    body = logseq.to_markdown(body)  # Logseq's hidden properties, macros and image sizes
+    body = admonitions(logseq.to_markdown(body))  # Logseq's markup; GitHub's and Obsidian's callouts
     body, rest = _published_links(body, entry.path, [*entry.links, *entry.images], src, ctx)
     body = ctx.old_links.rewrite(body, rest, entry.path).strip("\n")
     if has_markup(body):  # Hugo shortcodes and Jekyll's Liquid, as the markdown they stand for
@@ -503,7 +506,8 @@ def home_page(log: Worklog, ctx: SiteContext) -> str:
     own = str(log.front_matter.get("title") or "") if len(prefaced) <= 1 else ""  # the log's, not the config's
     parts = [f"# {md_escape(own or ctx.title)}"]
     for file_title, text, path, links in prefaced:  # each file's routine and rules, under its title if several
-        preamble, rest = _published_links(logseq.to_markdown(resolve_urls(commonmark_lists(text))), path, links, src, ctx)
+        preamble = admonitions(logseq.to_markdown(resolve_urls(commonmark_lists(text))))
+        preamble, rest = _published_links(preamble, path, links, src, ctx)
         if len(prefaced) > 1:
             parts.append(f"## {md_escape(file_title)}")
             preamble = shift_headings(preamble, 2)
