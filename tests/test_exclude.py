@@ -165,3 +165,40 @@ def test_a_logseq_graph_leaves_out_its_pages_settings_and_backups(tmp_path):
     exclude = _config(tmp_path)
     assert [p.relative_to(folder).as_posix() for p in worklog_files(folder, exclude)] == ["journals/2025_12_08.md"]
     assert not exclude(folder / "assets" / "roofline.png")
+
+
+COMMENTED_DAY = """\
+Read the [Triton matmul tutorial](https://triton-lang.org/main/getting-started/tutorials/03-matrix-multiplication.html). %%ask Sam about the L2 numbers%%
+%%
+private: [salary survey](https://example.com/salaries)
+- interview prep - Done
+%%
+Code keeps its marks: `%%timeit` and
+```python
+# %%
+```
+Softmax at 4096 rows - Done
+"""
+
+
+@pytest.mark.parametrize("sanitize", [False, True], ids=["as-written", "sanitized"])
+def test_an_obsidian_comment_reaches_no_reader(build_site, sanitize):
+    """``%%...%%`` in a vault's note is hidden as Obsidian hides it: not on the day's page, in its
+    summary, the feed, the reading list or the tasks; a ``%%`` in code stays."""
+    site = build_site(None, plugin={"sanitize": sanitize}, files={
+        "worklog/.obsidian/app.json": b"{}\n",
+        "worklog/2025-12-08.md": COMMENTED_DAY.encode(),
+    })
+    everything = "\n".join(p.read_text(encoding="utf-8") for p in site.rglob("*") if p.suffix in (".html", ".xml", ".json"))
+    for hidden in ("ask Sam", "salary", "interview prep"):
+        assert hidden not in everything, hidden
+    day = (site / "worklog/2025-12-08/index.html").read_text(encoding="utf-8")
+    assert "%%timeit" in day and "# %%" in day and "Softmax at 4096 rows" in day and "Triton matmul tutorial" in day
+    tasks = (site / "worklog/tasks/index.html").read_text(encoding="utf-8")
+    assert "Softmax at 4096 rows" in tasks
+
+
+def test_a_comment_outside_a_vault_is_text(tmp_path):
+    (tmp_path / "2025-12-08.md").write_text(COMMENTED_DAY, encoding="utf-8")
+    entry = load(tmp_path).entries[0]
+    assert "ask Sam" in entry.body and "salary survey" in [link.title for link in entry.links]

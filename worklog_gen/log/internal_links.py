@@ -41,6 +41,7 @@ from markdown.extensions.toc import slugify
 
 from worklog_gen.log.diagnostics import Diagnostic, DiagnosticCode
 from worklog_gen.log.logseq import BLOCK_REF_RE, block_texts
+from worklog_gen.log.obsidian import is_vault
 from worklog_gen.log.repair import code_span_ranges, track_fence
 from worklog_gen.paths import OutsideFolder, inside
 
@@ -70,6 +71,8 @@ class Vault:
         """The files the plugin's ``exclude`` leaves out (:class:`~worklog_gen.log.files.Exclusion`): never found."""
         self._by_name: dict[str, list[Path]] | None = None
         self._blocks: dict[str, tuple[Path, str]] | None = None
+        self.hides_comments = is_vault(self.folder)
+        """An Obsidian vault: its notes' comments (``%%...%%``) are hidden (:mod:`worklog_gen.log.obsidian`)."""
 
     def block(self, uuid: str) -> tuple[Path, str] | None:
         """The file and text of the block whose ``id::`` is ``uuid`` (a Logseq block reference's),

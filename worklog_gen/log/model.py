@@ -66,7 +66,9 @@ class Entry:
     """One day of the log.
 
     ``body`` is the author's markdown after the header line, verbatim except for
-    the repairs reported in :attr:`Worklog.diagnostics`.
+    the repairs reported in :attr:`Worklog.diagnostics` and, in an Obsidian vault, its
+    comments (``%%...%%``), which Obsidian hides: their lines are empty
+    (:func:`worklog_gen.log.obsidian.without_comments`).
     """
 
     date: dt.date

@@ -7,12 +7,19 @@ Daily notes plugin keeps a note a day, named by its date, in the folder its sett
 worklog reads the daily notes only (:func:`exclude_patterns`): its other notes and its templates
 are no part of the log, as if the plugin's ``exclude`` named them, while its attachments (images,
 PDFs) stay in the folder, published where a day shows or links one.
+
+Obsidian hides a comment, ``%%not for the page%%`` within a line or ``%%`` lines around a block
+(https://help.obsidian.md/syntax#Comments); in a vault's notes the site hides it too
+(:func:`without_comments`): not on the page, in the feed, the summary, the reading list or the
+tasks. A ``%%`` in code is text, and one never closed hides nothing.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+
+from worklog_gen.log.repair import code_span_ranges, track_fence
 
 SETTINGS = Path(".obsidian")
 """The folder that makes a folder an Obsidian vault."""
@@ -49,3 +56,43 @@ def exclude_patterns(folder: Path) -> tuple[str, ...]:
         return ()
     daily = daily_folder(folder)
     return ("*.md", f"!/{daily}/**/*.md") if daily else ("*.md", f"!{DATED_NOTE}")
+
+
+def without_comments(text: str) -> str:
+    """``text`` (a note's) with the inside of each Obsidian comment (``%%...%%``) left out and its
+    ``%%`` too, every line kept in its place (a comment's lines are empty), so that line numbers
+    hold. Outside comments, fenced code and code spans are text: a ``%%`` there opens nothing. A
+    ``%%`` never closed hides nothing."""
+    if "%%" not in text:
+        return text
+    lines = text.split("\n")
+    out: list[str] = []
+    fence = None
+    start: tuple[int, int] | None = None  # (line, column) of an open comment's %%
+    for i, line in enumerate(lines):
+        kept, col = [], 0
+        if start is None:
+            fence, marker = track_fence(line, fence)
+            if marker or fence is not None:
+                out.append(line)
+                continue
+        spans = code_span_ranges(line) if start is None else []
+        while True:
+            at = line.find("%%", col)
+            while start is None and at != -1 and any(a <= at < b for a, b in spans):
+                at = line.find("%%", at + 2)
+            if at == -1:
+                if start is None:
+                    kept.append(line[col:])
+                break
+            if start is None:
+                kept.append(line[col:at])
+                start = (i, at)
+            else:
+                start = None
+            col = at + 2
+        out.append("".join(kept))
+    if start is not None:  # never closed: as written from its %% on
+        i, at = start
+        out[i:] = [out[i] + lines[i][at:], *lines[i + 1:]]
+    return "\n".join(out)

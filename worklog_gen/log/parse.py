@@ -80,7 +80,7 @@ from worklog_gen.log.diagnostics import Diagnostic, DiagnosticCode
 from worklog_gen.log.files import Exclusion, display_name, read_log_file, worklog_files
 from worklog_gen.log.model import DateOrder, Entry, SourceFile, Worklog
 from worklog_gen.log.markdown_scan import scan
-from worklog_gen.log import internal_links, local_files, logseq
+from worklog_gen.log import internal_links, local_files, logseq, obsidian
 from worklog_gen.log.shortcodes import Image, find_image, find_problems, has_markup, resolve_urls
 from worklog_gen.log.tasks import entry_tasks
 
@@ -266,12 +266,16 @@ def _file_problems(src: SourceFile, file: Path, folder: Path, exclude: Exclusion
 
 def _analyse(src: SourceFile, file: Path, vault: internal_links.Vault | None) -> list[Diagnostic]:
     """Set the links, words and tasks of every entry of ``src`` (read from ``file``), and the
-    links and images of its preamble: one markdown-it-py parse each
+    links and images of its preamble (in an Obsidian vault, its comments hidden first): one markdown-it-py parse each
     (:func:`worklog_gen.log.markdown_scan.scan`), of the text as its page shows it (wikilinks and
     cross-references found in ``vault``, :mod:`~worklog_gen.log.internal_links`, and a Jekyll post's
     linked Liquid written as markdown); a warning for each link of an entry that runs script, and
     a diagnostic for each internal link that names no file."""
     diagnostics = []
+    if vault is not None and vault.hides_comments:  # an Obsidian vault: its comments are no text of the site
+        src.preamble = obsidian.without_comments(src.preamble)
+        for e in src.entries:
+            e.body = obsidian.without_comments(e.body)
     if src.preamble.strip() and not src.refused:
         first_line = src.front_matter_lines + 1
         text, src.preamble_internal_links, more = internal_links.resolve(src.preamble, file, vault, src.path,
