@@ -202,3 +202,15 @@ def test_a_comment_outside_a_vault_is_text(tmp_path):
     (tmp_path / "2025-12-08.md").write_text(COMMENTED_DAY, encoding="utf-8")
     entry = load(tmp_path).entries[0]
     assert "ask Sam" in entry.body and "salary survey" in [link.title for link in entry.links]
+
+
+def test_a_vault_s_daily_note_has_its_front_matter_tags_and_its_hashtags(tmp_path):
+    """Tags as Obsidian reads them: the front matter's, then each ``#tag`` of the text (nested too),
+    not ``#3``, a heading, a URL's fragment or code; outside a vault a ``#`` is text."""
+    day = "---\ntags: [daily]\n---\n# Softmax #triton\nRead https://x.org/a#part and #cuda/memory, issue #3. `#define`\n"
+    (tmp_path / "vault" / ".obsidian").mkdir(parents=True)
+    for folder in ("vault", "plain"):
+        (tmp_path / folder).mkdir(exist_ok=True)
+        (tmp_path / folder / "2025-12-08.md").write_text(day, encoding="utf-8")
+    assert load(tmp_path / "vault").entries[0].tags == ["daily", "triton", "cuda/memory"]
+    assert load(tmp_path / "plain").entries[0].tags == ["daily"]

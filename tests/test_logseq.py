@@ -35,8 +35,9 @@ DEC_09 = f"""\
 DEC_10 = """\
 type:: journal
 source:: lecture 7
+tags:: triton, [[warp shuffles]]
 
-- LATER read the FlashAttention paper
+- LATER read the FlashAttention paper #attention
 - ```python
   id:: stays-in-code
   ```
@@ -97,8 +98,10 @@ def test_a_graph_is_read_for_its_journals_only(tmp_path):
     shown = "\n".join(line for line in DEC_08.split("\n") if "::" not in line)  # as the page shows it
     (tmp_path / "plain.md").write_text("2025-12-08\n" + shown, encoding="utf-8")
     assert log.entries[0].words == load(tmp_path / "plain.md").entries[0].words  # hidden properties are no words
+    assert log.entries[2].tags == ["triton", "warp shuffles", "attention"]  # tags::, then #tags
     missing = [d for d in log.diagnostics if d.code.value == "wikilink"]
-    assert [(d.path.endswith("journals/2025_12_09.md"), d.line) for d in missing] == [(True, 6)]  # the unknown block
+    assert sorted((d.path.rsplit("/", 1)[-1], d.line, d.message.split(" ")[0]) for d in missing) == [
+        ("2025_12_09.md", 6, "block"), ("2025_12_10.md", 3, "wikilink")]  # the unknown block; a page, left out
 
 
 @pytest.mark.parametrize("sanitize", [False, True], ids=["as-written", "sanitized"])
@@ -122,7 +125,7 @@ def test_a_graph_builds_as_logseq_shows_it(build_site, sanitize):
     assert dec_09.find("a", href="https://www.youtube.com/watch?v=Rg0kE9kDvrA") is not None
     assert "{{video" not in dec_09.get_text()
     assert "((00000000-1111-2222-3333-444444444444))" in dec_09.get_text()  # no such block: as written
-    assert "type:: journal\nsource:: lecture 7" in dec_10.get_text()  # shown, one a line
+    assert "type:: journal\nsource:: lecture 7\ntags:: triton" in dec_10.get_text()  # shown, one a line
     assert dec_10.find("br") is not None
     assert "id:: stays-in-code" in dec_10.find("code").get_text()
     assert not (site / "worklog/tensor-cores").exists() and "old copy" not in (site / "worklog/index.html").read_text()

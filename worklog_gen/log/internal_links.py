@@ -40,7 +40,7 @@ from pathlib import Path
 from markdown.extensions.toc import slugify
 
 from worklog_gen.log.diagnostics import Diagnostic, DiagnosticCode
-from worklog_gen.log.logseq import BLOCK_REF_RE, block_texts
+from worklog_gen.log.logseq import BLOCK_REF_RE, block_texts, is_graph
 from worklog_gen.log.obsidian import is_vault
 from worklog_gen.log.repair import code_span_ranges, track_fence
 from worklog_gen.paths import OutsideFolder, inside
@@ -73,6 +73,9 @@ class Vault:
         self._blocks: dict[str, tuple[Path, str]] | None = None
         self.hides_comments = is_vault(self.folder)
         """An Obsidian vault: its notes' comments (``%%...%%``) are hidden (:mod:`worklog_gen.log.obsidian`)."""
+        self.reads_hashtags = self.hides_comments or is_graph(self.folder)
+        """An Obsidian vault or a Logseq graph: a ``#tag`` in a note is one of its tags
+        (:func:`worklog_gen.log.obsidian.hashtags`)."""
 
     def block(self, uuid: str) -> tuple[Path, str] | None:
         """The file and text of the block whose ``id::`` is ``uuid`` (a Logseq block reference's),

@@ -91,6 +91,21 @@ def block_texts(files: Iterable[Path]) -> dict[str, tuple[Path, str]]:
     return found
 
 
+def page_tags(text: str) -> list[str]:
+    """The tags a journal's ``tags::`` property names (``tags:: triton, [[warp shuffles]]``), in
+    order: Logseq's page tags, written in the page's first block."""
+    if "tags::" not in text:
+        return []
+    for line in text.split("\n"):
+        m = PROPERTY_RE.match(line)
+        if m and m["key"].lower() == "tags" and m["value"]:
+            return [t.strip().removeprefix("#").removeprefix("[[").removesuffix("]]").strip()
+                    for t in m["value"].split(",") if t.strip()]
+        if line.strip() and not m:
+            break  # past the page's properties
+    return []
+
+
 def without_hidden_properties(text: str) -> str:
     """``text`` with each line of a hidden property (:data:`HIDDEN_PROPERTY_RE`) empty, every line
     in its place: what the parser counts the words and finds the links of."""

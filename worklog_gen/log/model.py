@@ -93,7 +93,9 @@ class Entry:
     (``Day 9 of GPU Programming``) or after a T-minus header's countdown (``CUDA graphs``);
     ``""`` without one, and for a dated note."""
     tags: list[str] = field(default_factory=list)
-    """A post's front matter ``tags`` and ``categories``, in that order, each once."""
+    """The front matter's ``tags`` and ``categories`` of a post or a file's one entry, in that order,
+    then, in an Obsidian vault or a Logseq graph, the ``#tags`` of its text (and Logseq's
+    ``tags::``), each once."""
     day_number: int | None = None
     """The N of a count-up ``Day N`` in the heading or the body's first line, else ``None``."""
     draft: bool = False

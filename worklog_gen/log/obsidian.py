@@ -19,12 +19,19 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import re
+
 from worklog_gen.log.repair import code_span_ranges, track_fence
 
 SETTINGS = Path(".obsidian")
 """The folder that makes a folder an Obsidian vault."""
 DAILY_NOTES = SETTINGS / "daily-notes.json"
 """The Daily notes plugin's settings in a vault."""
+HASHTAG_RE = re.compile(r"(?<![^\s(])#(?:\[\[(?P<page>[^\[\]\n]+)\]\]|(?P<tag>(?=[\w/-]*[^\W\d])[\w/-]+))")
+"""A tag in a note's text, as Obsidian and Logseq read one: ``#`` at the start of a line or after a
+space, then letters, digits, ``_``, ``-`` and ``/`` (nested: ``#cuda/memory``), not digits alone
+(``#3`` is no tag); Logseq's ``#[[warp shuffles]]`` too (https://help.obsidian.md/tags,
+https://docs.logseq.com/#/page/tags). A heading's ``# `` has a space; ``page#part`` no space before."""
 DATED_NOTE = "[0-9][0-9][0-9][0-9][-_.][0-9][0-9][-_.][0-9][0-9]*.md"
 """A note named by its date, year first (``2025-12-09.md``), as a gitignore pattern."""
 
@@ -96,3 +103,19 @@ def without_comments(text: str) -> str:
         i, at = start
         out[i:] = [out[i] + lines[i][at:], *lines[i + 1:]]
     return "\n".join(out)
+
+
+def hashtags(text: str) -> list[str]:
+    """The tags (:data:`HASHTAG_RE`) of ``text`` outside code, in order, each once, as written."""
+    if "#" not in text:
+        return []
+    found: list[str] = []
+    fence = None
+    for line in text.split("\n"):
+        fence, marker = track_fence(line, fence)
+        if marker or fence is not None or "#" not in line:
+            continue
+        spans = code_span_ranges(line)
+        found += [m["tag"] or m["page"].strip() for m in HASHTAG_RE.finditer(line)
+                  if not any(a <= m.start() < b for a, b in spans)]
+    return list(dict.fromkeys(t for t in found if t))

@@ -215,9 +215,9 @@ def _whole_file(p: _Prepared, src: SourceFile, fm: dict, order: Literal["mdy", "
     title = fm.get("title")
     if title in (None, "") and "date" in fm and (heading := title_heading(lines[fm_end:])):
         title = heading[1]  # Material's blog: the first heading (the page shows it once, as the title)
+    entry.tags = _tags(fm)  # a post's, or a daily note's (Obsidian's tags: [daily, cuda])
     if title not in (None, ""):
         entry.shape, entry.title = "post", str(title).strip()
-        entry.tags = _tags(fm)
         entry.draft = fm.get("draft") is True or str(fm.get("draft")).lower() == "true"
     return [entry]
 
@@ -276,6 +276,10 @@ def _analyse(src: SourceFile, file: Path, vault: internal_links.Vault | None) ->
         src.preamble = obsidian.without_comments(src.preamble)
         for e in src.entries:
             e.body = obsidian.without_comments(e.body)
+    if vault is not None and vault.reads_hashtags:  # Obsidian's and Logseq's #tags, and Logseq's tags::
+        for e in src.entries:
+            e.tags += [t for t in dict.fromkeys([*logseq.page_tags(e.body), *obsidian.hashtags(e.body)])
+                       if t not in e.tags]
     if src.preamble.strip() and not src.refused:
         first_line = src.front_matter_lines + 1
         text, src.preamble_internal_links, more = internal_links.resolve(src.preamble, file, vault, src.path,
