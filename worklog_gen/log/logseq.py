@@ -33,6 +33,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from worklog_gen.log.repair import code_span_ranges, track_fence
+from worklog_gen.log.tasks import KEYWORDS
 
 CONFIG = Path("logseq", "config.edn")
 """The file that makes a folder a Logseq graph."""
@@ -52,10 +53,11 @@ HIDDEN_PROPERTY_RE = re.compile(r"^[ \t]*(?:collapsed|id|heading|logseq\.[\w.\-]
 _ID_RE = re.compile(rf"^[ \t]*id::[ \t]+(?P<uuid>{UUID})[ \t]*$", re.MULTILINE)
 MACRO_RE = re.compile(r"\{\{(?P<name>video|youtube|tweet|twitter|embed)[ \t]+(?P<arg>[^{}\n]*?)[ \t]*\}\}")
 """The macros :func:`to_markdown` writes as markdown."""
-_IMAGE_SIZE_RE = re.compile(r"(?<=\))\{(?P<edn>:(?:height|width)[ \t]+\d+(?:[ \t]*,?[ \t]*:(?:height|width)[ \t]+\d+)?)\}")
-_KEYWORD_ITEM = re.compile(r"^(?P<lead>[ \t]*(?:>[ \t]?)*[-*+][ \t]+)(?P<word>TODO|DOING|NOW|LATER|WAITING|WAIT|DONE)(?=[ \t]|$)[ \t]*")
-_ANY_KEYWORD_ITEM = re.compile(r"^[ \t>]*[-*+][ \t]+(?:TODO|DOING|NOW|LATER|WAIT|DONE)", re.MULTILINE)
-_BLOCK_START = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?(?:(?:TODO|DOING|NOW|LATER|WAITING|WAIT|DONE)[ \t]+)?")
+_SIZE = r":(?:height|width)[ \t]+\d+"
+_IMAGE_SIZE_RE = re.compile(rf"(?<=\))\{{(?P<edn>{_SIZE}(?:[ \t]*,?[ \t]*{_SIZE})?)\}}")
+_KEYWORD_ITEM = re.compile(rf"^(?P<lead>[ \t]*(?:>[ \t]?)*[-*+][ \t]+)(?P<word>{KEYWORDS})(?=[ \t]|$)[ \t]*")
+_ANY_KEYWORD_ITEM = re.compile(rf"^[ \t>]*[-*+][ \t]+(?:{KEYWORDS})", re.MULTILINE)
+_BLOCK_START = re.compile(rf"^[ \t]*(?:[-*+][ \t]+)?(?:(?:{KEYWORDS})[ \t]+)?")
 
 
 def is_graph(folder: Path) -> bool:

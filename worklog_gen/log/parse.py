@@ -266,11 +266,13 @@ def _file_problems(src: SourceFile, file: Path, folder: Path, exclude: Exclusion
 
 def _analyse(src: SourceFile, file: Path, vault: internal_links.Vault | None) -> list[Diagnostic]:
     """Set the links, words and tasks of every entry of ``src`` (read from ``file``), and the
-    links and images of its preamble (in an Obsidian vault, its comments hidden first): one markdown-it-py parse each
+    links and images of its preamble: one markdown-it-py parse each
     (:func:`worklog_gen.log.markdown_scan.scan`), of the text as its page shows it (wikilinks and
-    cross-references found in ``vault``, :mod:`~worklog_gen.log.internal_links`, and a Jekyll post's
-    linked Liquid written as markdown); a warning for each link of an entry that runs script, and
-    a diagnostic for each internal link that names no file."""
+    cross-references found in ``vault``, :mod:`~worklog_gen.log.internal_links`, a Jekyll post's
+    linked Liquid written as markdown, Logseq's hidden properties left out); a warning for each
+    link of an entry that runs script, and a diagnostic for each internal link that names no file.
+    In an Obsidian vault the comments are taken out of the text first, and in a vault or a Logseq
+    graph each entry's ``#tags`` join its tags."""
     diagnostics = []
     if vault is not None and vault.hides_comments:  # an Obsidian vault: its comments are no text of the site
         src.preamble = obsidian.without_comments(src.preamble)

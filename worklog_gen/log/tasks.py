@@ -37,7 +37,9 @@ _MARKER_STATUS = {
 }
 _LIST_PREFIX = re.compile(r"^[ \t]*(?:>[ \t]?)*(?:(?:[-+*]|\d{1,9}[.)])[ \t]+)?")
 _CHECKBOX = re.compile(r"^\[(?P<mark>[ xX])\](?:[ \t]+|$)")
-_KEYWORD = re.compile(r"^(?P<word>TODO|DOING|NOW|LATER|WAITING|WAIT|DONE)(?:[ \t]+|$)")
+KEYWORDS = "TODO|DOING|NOW|LATER|WAITING|WAIT|DONE"
+"""An outliner's task keywords (Logseq's, Org mode's), as a pattern's alternatives: ``DONE`` is done."""
+_KEYWORD = re.compile(rf"^(?P<word>{KEYWORDS})(?:[ \t]+|$)")
 
 
 def status_markers(text: str) -> list[tuple[int, int, TaskStatus]]:
