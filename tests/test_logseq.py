@@ -1,6 +1,7 @@
 """A Logseq graph as the worklog folder: its journals read, its pages, settings and backups left
 out, its pasted images published, and what Logseq writes into a journal (properties, block
-references, macros, image sizes, task keywords) shown as Logseq shows it."""
+references, macros, image sizes, task keywords) shown as Logseq shows it; and, over generated
+text, the markup of Logseq and Obsidian read without error, every line in its place."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import base64
 
 import pytest
 from bs4 import BeautifulSoup
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from worklog_gen.log import logseq
+from worklog_gen.log import logseq, obsidian
 from worklog_gen.log.parse import load
 
 PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==")
@@ -129,3 +132,22 @@ def test_a_graph_builds_as_logseq_shows_it(build_site, sanitize):
     assert dec_10.find("br") is not None
     assert "id:: stays-in-code" in dec_10.find("code").get_text()
     assert not (site / "worklog/tensor-cores").exists() and "old copy" not in (site / "worklog/index.html").read_text()
+
+
+# --- over generated text -------------------------------------------------------------------------
+
+_PIECES = st.sampled_from(["%%", "`", "```", "\n", "#", "#cuda", "::", "id:: x", "collapsed:: true", "- ", "- TODO ",
+                           "{{video https://x.org/v}}", "{:width 4}", "![a](b.png)", "((", "))", "[[p]]", "x", " ", "\t"])
+_TEXTS = st.lists(st.one_of(_PIECES, st.text(max_size=4)), max_size=40).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_TEXTS)
+def test_the_tools_markup_is_read_without_error_and_lines_keep_their_places(text):
+    """Whatever the text: Obsidian's comments and Logseq's hidden properties leave every line in its
+    place (the parser's line numbers hold), and the page's Logseq markup, tags and block ids are
+    read without an error."""
+    assert obsidian.without_comments(text).count("\n") == text.count("\n")
+    assert logseq.without_hidden_properties(text).count("\n") == text.count("\n")
+    logseq.to_markdown(text)
+    assert all(tag for tag in obsidian.hashtags(text) + logseq.page_tags(text))
