@@ -151,3 +151,21 @@ def test_the_tools_markup_is_read_without_error_and_lines_keep_their_places(text
     assert logseq.without_hidden_properties(text).count("\n") == text.count("\n")
     logseq.to_markdown(text)
     assert all(tag for tag in obsidian.hashtags(text) + logseq.page_tags(text))
+
+
+@pytest.mark.parametrize("config, title", [("{:meta/version 1}", "Dec 8th, 2025"),
+                                           ('{:journal/page-title-format "EEE, dd.MM.yyyy"}', "Mon, 08.12.2025")],
+                         ids=["default-format", "configured-format"])
+def test_a_wikilink_to_a_journal_title_leads_to_that_day(tmp_path, config, title):
+    """Logseq's date picker links a day by its journal title, in the graph's format: the link leads to
+    that day's journal (a day the graph lacks stays text, with a note)."""
+    graph = tmp_path / "worklog"
+    (graph / "journals").mkdir(parents=True)
+    (graph / "logseq").mkdir()
+    (graph / "logseq" / "config.edn").write_text(config, encoding="utf-8")
+    (graph / "journals" / "2025_12_08.md").write_text("- tiled matmul\n", encoding="utf-8")
+    (graph / "journals" / "2025_12_09.md").write_text(f"- carried from [[{title}]] and [[Dec 31st, 2030]]\n",
+                                                      encoding="utf-8")
+    log = load(graph)
+    assert list(log.entries[1].internal_links.values()) == [f"[{title}](<2025_12_08.md>)", "Dec 31st, 2030"]
+    assert [d.line for d in log.diagnostics if d.code == "wikilink"] == [1]

@@ -40,7 +40,7 @@ from pathlib import Path
 from markdown.extensions.toc import slugify
 
 from worklog_gen.log.diagnostics import Diagnostic, DiagnosticCode
-from worklog_gen.log.logseq import BLOCK_REF_RE, block_texts, is_graph
+from worklog_gen.log.logseq import BLOCK_REF_RE, block_texts, is_graph, journal_titles
 from worklog_gen.log.obsidian import is_vault
 from worklog_gen.log.repair import code_span_ranges, track_fence
 from worklog_gen.paths import OutsideFolder, inside
@@ -73,7 +73,10 @@ class Vault:
         self._blocks: dict[str, tuple[Path, str]] | None = None
         self.hides_comments = is_vault(self.folder)
         """An Obsidian vault: its notes' comments (``%%...%%``) are hidden (:mod:`worklog_gen.log.obsidian`)."""
-        self.reads_hashtags = self.hides_comments or is_graph(self.folder)
+        self.graph = is_graph(self.folder)
+        """A Logseq graph: a wikilink may name a day by its journal title (``[[Dec 8th, 2025]]``)."""
+        self._journals: dict[str, Path] | None = None
+        self.reads_hashtags = self.hides_comments or self.graph
         """An Obsidian vault or a Logseq graph: a ``#tag`` in a note is one of its tags
         (:func:`worklog_gen.log.obsidian.hashtags`)."""
 
@@ -116,6 +119,10 @@ class Vault:
                     return None
         by_name = self._names()
         found = [f for n in names[:2] for f in by_name.get(Path(n).name.lower(), [])]
+        if not found and self.graph:  # a day by its journal title
+            if self._journals is None:
+                self._journals = journal_titles(self.folder, self.files())
+            found = [self._journals[name.lower()]] if name.lower() in self._journals else []
         bundle = Path(name).name.lower()
         if len(names) > 2:
             found += [f for f in by_name.get("index.md", []) if f.parent.name.lower() == bundle]

@@ -20,6 +20,10 @@ Logseq writes into a journal what only Logseq reads:
   a link to it. Other macros (``{{query ...}}``) stay as written;
 * an image's size, ``![x.png](../assets/x.png){:height 300, :width 420}`` (an EDN map): on the
   page, the width and height as ``attr_list`` attributes;
+* a link to a day, by the journal's title (``[[Dec 8th, 2025]]``, as Logseq's date picker writes
+  it, in the graph's ``:journal/page-title-format``, "MMM do, yyyy" unless ``config.edn`` sets
+  another): a link to that day's journal (:func:`journal_titles`, which
+  :class:`~worklog_gen.log.internal_links.Vault` looks in);
 * a task keyword starting a list item (``- TODO swizzle``, ``- DONE tiled matmul``), which Logseq
   draws as a checkbox: on the page a task-list checkbox (``- [ ] swizzle``, ``- [x] tiled
   matmul``), the keywords other than ``TODO`` and ``DONE`` (``LATER``, ``NOW``, ``DOING``,
@@ -28,10 +32,12 @@ Logseq writes into a journal what only Logseq reads:
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from worklog_gen.log.front_matter import DATE_STEM
 from worklog_gen.log.repair import code_span_ranges, track_fence
 from worklog_gen.log.tasks import KEYWORDS
 
@@ -63,6 +69,51 @@ _BLOCK_START = re.compile(rf"^[ \t]*(?:[-*+][ \t]+)?(?:(?:{KEYWORDS})[ \t]+)?")
 def is_graph(folder: Path) -> bool:
     """Whether ``folder`` is a Logseq graph's root (it holds :data:`CONFIG`)."""
     return (folder / CONFIG).is_file()
+
+
+TITLE_FORMAT = "MMM do, yyyy"
+"""Logseq's journal title format unless the graph's ``config.edn`` sets ``:journal/page-title-format``."""
+_TITLE_FORMAT_RE = re.compile(r':journal/page-title-format\s+"(?P<format>[^"]+)"')
+_DATE_TOKEN = re.compile(r"yyyy|yy|MMMM|MMM|MM|M|do|dd|d|EEEE|EEE|E")
+
+
+def title_format(graph: Path) -> str:
+    """The journal title format the graph's ``config.edn`` sets (date-fns tokens), else :data:`TITLE_FORMAT`."""
+    try:
+        m = _TITLE_FORMAT_RE.search((graph / CONFIG).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        m = None
+    return m["format"] if m else TITLE_FORMAT
+
+
+def journal_title(day: dt.date, fmt: str = TITLE_FORMAT) -> str:
+    """``day``'s journal title in ``fmt``, written with date-fns' tokens as Logseq writes them
+    (https://date-fns.org/docs/format): ``yyyy``, ``yy``, ``MMMM``, ``MMM``, ``MM``, ``M``, ``do``
+    (``8th``), ``dd``, ``d``, ``EEEE``, ``EEE``, ``E``; ``"Dec 8th, 2025"`` by default."""
+    def token(m: re.Match) -> str:
+        t = m[0]
+        if t == "do":
+            suffix = "th" if 10 <= day.day % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(day.day % 10, "th")
+            return f"{day.day}{suffix}"
+        return {"yyyy": f"{day.year:04d}", "yy": f"{day.year % 100:02d}", "MMMM": day.strftime("%B"),
+                "MMM": day.strftime("%b"), "MM": f"{day.month:02d}", "M": str(day.month), "dd": f"{day.day:02d}",
+                "d": str(day.day), "EEEE": day.strftime("%A"), "EEE": day.strftime("%a"), "E": day.strftime("%a")}[t]
+
+    return _DATE_TOKEN.sub(token, fmt)
+
+
+def journal_titles(graph: Path, files: Iterable[Path]) -> dict[str, Path]:
+    """The journal title (lower case) of each of ``files`` named by its date (``2025_12_08.md``),
+    in the graph's format (:func:`title_format`) -> the file: what a ``[[Dec 8th, 2025]]`` names."""
+    fmt, out = title_format(graph), {}
+    for file in files:
+        m = DATE_STEM.match(file.name)
+        if m and file.suffix.lower() == ".md":
+            try:
+                out.setdefault(journal_title(dt.date(int(m["y"]), int(m["m"]), int(m["d"])), fmt).lower(), file)
+            except ValueError:  # 2025_02_30
+                continue
+    return out
 
 
 def exclude_patterns(folder: Path) -> tuple[str, ...]:
