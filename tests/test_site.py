@@ -410,6 +410,40 @@ def test_github_and_obsidian_callouts_are_admonitions(build_site, sanitize):
     assert "Why grouped ordering" in home and "[!NOTE]" not in home
 
 
+DETAILS_LOG = """\
+12/09/25 (T - 154)
+
+<details>
+<summary>Profiler output</summary>
+
+- **softmax**: 1.2 ms, see [Nsight Compute](https://docs.nvidia.com/nsight-compute/)
+- `tl.dot`: 0.8 ms
+
+</details>
+
+```html
+<details>
+- in code, as written
+```
+"""
+
+
+@pytest.mark.parametrize("sanitize", [False, True], ids=["as-written", "sanitized"])
+def test_the_markdown_in_a_details_section_is_read_as_github_reads_it(build_site, sanitize):
+    """A collapsed section as GitHub writes one (``<details>``, its ``<summary>``, a blank line, then
+    markdown): its list is a list with its emphasis, code and link, as on GitHub and in the
+    reading list, not ``- **softmax**`` as text; a ``<details>`` in code is code."""
+    site = build_site(DETAILS_LOG, plugin={"sanitize": sanitize})
+    day = html(site, "worklog/2025-12-09/index.html").find("article")
+    section = day.find("details")
+    assert section.find("summary").get_text() == "Profiler output"
+    items = section.find("ul").find_all("li")
+    assert [li.find(["strong", "code"]).get_text() for li in items] == ["softmax", "tl.dot"]
+    assert section.find("a", href="https://docs.nvidia.com/nsight-compute/") is not None
+    assert "**" not in section.get_text() and "markdown=" not in str(section)
+    assert "- in code, as written" in day.find("pre").get_text()
+
+
 # --- a log's own title ----------------------------------------------------------------------------
 
 

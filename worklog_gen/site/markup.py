@@ -10,6 +10,8 @@ from collections.abc import Iterable
 
 from markdown_it import MarkdownIt
 
+from worklog_gen.log.repair import track_fence
+
 _MD = MarkdownIt("commonmark").disable("inline")  # block structure only: half the parse time
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]{}])")
@@ -120,6 +122,26 @@ def commonmark_lists(markdown: str) -> str:
                     lines[i] = " " * shift + line if shift > 0 else line[-shift:]
     for i in reversed(blank_before):
         lines.insert(i, "")
+    return "\n".join(lines)
+
+
+_HTML_BLOCK_OPEN = re.compile(r"^( {0,3}<(?:details|div)\b)(?![^>]*\bmarkdown=)(?=[^>]*>)", re.IGNORECASE)
+"""An opening ``<details>`` or ``<div>`` tag that starts a line, with no ``markdown=`` attribute."""
+
+
+def markdown_in_html_blocks(markdown: str) -> str:
+    """``markdown`` with each ``<details>`` and ``<div>`` that starts a line (outside fenced code)
+    marked ``markdown="1"``, so that Python-Markdown (``md_in_html``) reads the markdown inside it,
+    as CommonMark and GitHub read what follows a blank line after such a tag: a collapsed section
+    (``<details><summary>Profiler output</summary>``, a blank line, then a list) shows its list,
+    not ``- **kernel A**`` as text. ``md_in_html`` drops the attribute from the page."""
+    if "<" not in markdown:
+        return markdown
+    lines, fence = markdown.split("\n"), None
+    for i, line in enumerate(lines):
+        fence, marker = track_fence(line, fence)
+        if not marker and fence is None and "<" in line:
+            lines[i] = _HTML_BLOCK_OPEN.sub(r'\1 markdown="1"', line, count=1)
     return "\n".join(lines)
 
 

@@ -38,6 +38,7 @@ from worklog_gen.site.markup import (
     inline_links,
     inline_text,
     link_definitions,
+    markdown_in_html_blocks,
     md_escape,
     shift_headings,
 )
@@ -303,10 +304,12 @@ def entry_body(entry: Entry, src: str, ctx: SiteContext) -> str:
     Hugo shortcodes and Jekyll's Liquid as the markdown they stand for (a figure's image published
     beside the page, :func:`_image_url`), Logseq's markup as Logseq shows it
     (:func:`worklog_gen.log.logseq.to_markdown`), GitHub's and Obsidian's callouts as admonitions
-    (:func:`worklog_gen.site.callouts.admonitions`); a post's first heading left out when it is its
+    (:func:`worklog_gen.site.callouts.admonitions`), the markdown inside a ``<details>`` or ``<div>``
+    read (:func:`~worklog_gen.site.markup.markdown_in_html_blocks`); a post's first heading left out when it is its
     title, which the page shows above it."""
     body = resolve_urls(rewrite(commonmark_lists(entry.body), entry.internal_links))  # as the parser read its links
     body = admonitions(logseq.to_markdown(body))  # Logseq's markup; GitHub's and Obsidian's callouts
+    body = markdown_in_html_blocks(body)  # a GitHub <details> section's markdown read, as CommonMark reads it
     body, rest = _published_links(body, entry.path, [*entry.links, *entry.images], src, ctx)
     body = ctx.old_links.rewrite(body, rest, entry.path).strip("\n")
     if has_markup(body):  # Hugo shortcodes and Jekyll's Liquid, as the markdown they stand for
@@ -506,7 +509,7 @@ def home_page(log: Worklog, ctx: SiteContext) -> str:
     own = str(log.front_matter.get("title") or "") if len(prefaced) <= 1 else ""  # the log's, not the config's
     parts = [f"# {md_escape(own or ctx.title)}"]
     for file_title, text, path, links in prefaced:  # each file's routine and rules, under its title if several
-        preamble = admonitions(logseq.to_markdown(resolve_urls(commonmark_lists(text))))
+        preamble = markdown_in_html_blocks(admonitions(logseq.to_markdown(resolve_urls(commonmark_lists(text)))))
         preamble, rest = _published_links(preamble, path, links, src, ctx)
         if len(prefaced) > 1:
             parts.append(f"## {md_escape(file_title)}")
