@@ -178,22 +178,24 @@ Code keeps its marks: `%%timeit` and
 # %%
 ```
 Softmax at 4096 rows - Done
+The swizzle keeps B in L2. ^swizzle-1
 """
 
 
 @pytest.mark.parametrize("sanitize", [False, True], ids=["as-written", "sanitized"])
 def test_an_obsidian_comment_reaches_no_reader(build_site, sanitize):
     """``%%...%%`` in a vault's note is hidden as Obsidian hides it: not on the day's page, in its
-    summary, the feed, the reading list or the tasks; a ``%%`` in code stays."""
+    summary, the feed, the reading list or the tasks; a ``%%`` in code stays. So is a block's id."""
     site = build_site(None, plugin={"sanitize": sanitize}, files={
         "worklog/.obsidian/app.json": b"{}\n",
         "worklog/2025-12-08.md": COMMENTED_DAY.encode(),
     })
     everything = "\n".join(p.read_text(encoding="utf-8") for p in site.rglob("*") if p.suffix in (".html", ".xml", ".json"))
-    for hidden in ("ask Sam", "salary", "interview prep"):
+    for hidden in ("ask Sam", "salary", "interview prep", "^swizzle-1"):
         assert hidden not in everything, hidden
     day = (site / "worklog/2025-12-08/index.html").read_text(encoding="utf-8")
     assert "%%timeit" in day and "# %%" in day and "Softmax at 4096 rows" in day and "Triton matmul tutorial" in day
+    assert "The swizzle keeps B in L2." in day
     tasks = (site / "worklog/tasks/index.html").read_text(encoding="utf-8")
     assert "Softmax at 4096 rows" in tasks
 

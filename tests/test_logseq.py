@@ -136,7 +136,7 @@ def test_a_graph_builds_as_logseq_shows_it(build_site, sanitize):
 
 # --- over generated text -------------------------------------------------------------------------
 
-_PIECES = st.sampled_from(["%%", "`", "```", "\n", "#", "#cuda", "::", "id:: x", "collapsed:: true", "- ", "- TODO ",
+_PIECES = st.sampled_from(["%%", "^id-1", "`", "```", "\n", "#", "#cuda", "::", "id:: x", "collapsed:: true", "- ", "- TODO ",
                            "{{video https://x.org/v}}", "{:width 4}", "![a](b.png)", "((", "))", "[[p]]", "x", " ", "\t"])
 _TEXTS = st.lists(st.one_of(_PIECES, st.text(max_size=4)), max_size=40).map("".join)
 
@@ -148,6 +148,7 @@ def test_the_tools_markup_is_read_without_error_and_lines_keep_their_places(text
     place (the parser's line numbers hold), and the page's Logseq markup, tags and block ids are
     read without an error."""
     assert obsidian.without_comments(text).count("\n") == text.count("\n")
+    assert obsidian.without_block_ids(text).count("\n") == text.count("\n")
     assert logseq.without_hidden_properties(text).count("\n") == text.count("\n")
     logseq.to_markdown(text)
     assert all(tag for tag in obsidian.hashtags(text) + logseq.page_tags(text))

@@ -11,7 +11,9 @@ PDFs) stay in the folder, published where a day shows or links one.
 Obsidian hides a comment, ``%%not for the page%%`` within a line or ``%%`` lines around a block
 (https://help.obsidian.md/syntax#Comments); in a vault's notes the site hides it too
 (:func:`without_comments`): not on the page, in the feed, the summary, the reading list or the
-tasks. A ``%%`` in code is text, and one never closed hides nothing.
+tasks. A ``%%`` in code is text, and one never closed hides nothing. So is a block's id, the
+``^swizzle-1`` that ends a paragraph or list item (or stands on a line after it) for
+``[[2025-12-08#^swizzle-1]]`` to link (https://help.obsidian.md/links#Link+to+a+block+in+a+note).
 """
 
 from __future__ import annotations
@@ -63,6 +65,23 @@ def exclude_patterns(folder: Path) -> tuple[str, ...]:
         return ()
     daily = daily_folder(folder)
     return ("*.md", f"!/{daily}/**/*.md") if daily else ("*.md", f"!{DATED_NOTE}")
+
+
+_BLOCK_ID_RE = re.compile(r"(?:(?<=[ \t])|^)\^[A-Za-z0-9-]+[ \t]*$")
+"""A block id, ``^swizzle-1``, at the end of a line (after a space) or alone on it."""
+
+
+def without_block_ids(text: str) -> str:
+    """``text`` with each block id (:data:`_BLOCK_ID_RE`) outside code left out, every line in its place."""
+    if "^" not in text:
+        return text
+    lines, fence = text.split("\n"), None
+    for i, line in enumerate(lines):
+        fence, marker = track_fence(line, fence)
+        if not marker and fence is None and "^" in line and (m := _BLOCK_ID_RE.search(line)) \
+                and not any(a <= m.start() < b for a, b in code_span_ranges(line)):
+            lines[i] = line[:m.start()].rstrip(" \t")
+    return "\n".join(lines)
 
 
 def without_comments(text: str) -> str:

@@ -271,13 +271,13 @@ def _analyse(src: SourceFile, file: Path, vault: internal_links.Vault | None) ->
     cross-references found in ``vault``, :mod:`~worklog_gen.log.internal_links`, a Jekyll post's
     linked Liquid written as markdown, Logseq's hidden properties left out); a warning for each
     link of an entry that runs script, and a diagnostic for each internal link that names no file.
-    In an Obsidian vault the comments are taken out of the text first, and in a vault or a Logseq
-    graph each entry's ``#tags`` join its tags."""
+    In an Obsidian vault the comments and block ids are taken out of the text first, and in a vault
+    or a Logseq graph each entry's ``#tags`` join its tags."""
     diagnostics = []
-    if vault is not None and vault.hides_comments:  # an Obsidian vault: its comments are no text of the site
-        src.preamble = obsidian.without_comments(src.preamble)
+    if vault is not None and vault.hides_comments:  # Obsidian hides comments and block ids: so does the site
+        src.preamble = obsidian.without_block_ids(obsidian.without_comments(src.preamble))
         for e in src.entries:
-            e.body = obsidian.without_comments(e.body)
+            e.body = obsidian.without_block_ids(obsidian.without_comments(e.body))
     if vault is not None and vault.reads_hashtags:  # Obsidian's and Logseq's #tags, and Logseq's tags::
         for e in src.entries:
             e.tags += [t for t in dict.fromkeys([*logseq.page_tags(e.body), *obsidian.hashtags(e.body)])
