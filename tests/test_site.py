@@ -350,7 +350,7 @@ def test_sanitize_runs_after_the_math_is_written(build_site, monkeypatch):
 TASK_LIST_LOG = """\
 12/09/25 (T - 154)
 
-~~Port the softmax to CUDA~~ ~3 ms in Triton already.
+~~Port the softmax to CUDA~~ ~3 ms in Triton already :rocket: (at 12:30:45, `:rocket:`).
 
 - [x] Read the wgmma section of the PTX ISA
 - [ ] Port `tl.dot` to wgmma
@@ -373,6 +373,7 @@ def test_a_task_list_item_starts_with_a_checkbox_named_by_its_state(build_site, 
                                                                "Port tl.dot to wgmma"]
     assert "[x]" not in day.get_text() and "[ ]" not in day.get_text()
     assert day.find("del").get_text() == "Port the softmax to CUDA" and "~3 ms" in day.get_text()  # as on GitHub
+    assert "already \U0001f680 (at 12:30:45, :rocket:)" in day.get_text()  # GitHub's shortcode, not in code
     if sanitize:
         other = day.find("input", attrs={"name": "pw"}) or [i for i in day.find_all("input") if i not in boxes][0]
         assert other.attrs == {"disabled": "", "type": "checkbox"}

@@ -8,7 +8,8 @@ bare URL in an entry (``read https://… today``) is a link on the page as it is
 (``pymdownx.magiclink``: the URLs GitHub links, :mod:`worklog_gen.log.markdown_scan`), and a
 GitHub task item (``- [x] …``) starts with a checkbox (``pymdownx.tasklist``, each box named by
 :mod:`worklog_gen.site.tasklist`), as the Tasks page reads it, and ``~~struck out~~`` is struck
-out, as on GitHub (``pymdownx.tilde``, without its subscript: ``~3 ms`` stays text). A site
+out, as on GitHub (``pymdownx.tilde``, without its subscript: ``~3 ms`` stays text), and so is
+``:rocket:`` its emoji (:mod:`worklog_gen.site.emoji`). A site
 that lacks one gets it; a site that sets one keeps its own options, ours filling only the options
 it does not set (as Material's blog plugin needs its extensions, but says so instead).
 
@@ -36,6 +37,7 @@ MARKDOWN_EXTENSIONS: dict[str, dict] = {
     "pymdownx.arithmatex": {"generic": True},
     "pymdownx.tasklist": {"custom_checkbox": True},
     "pymdownx.tilde": {"subscript": False},
+    "worklog_gen.site.emoji": {},
     "worklog_gen.site.tasklist": {},
 }
 """Extension name -> the options the pages need (the author's options win)."""
