@@ -6,6 +6,7 @@ text, the markup of Logseq and Obsidian read without error, every line in its pl
 from __future__ import annotations
 
 import base64
+import re
 
 import pytest
 from bs4 import BeautifulSoup
@@ -25,6 +26,9 @@ DEC_08 = f"""\
 \t  id:: {SWIZZLE_ID}
 \t- `tl.dot` lowers to wgmma on Hopper
 - DONE vector add against `torch.add`
+  :LOGBOOK:
+  CLOCK: [2025-12-08 Mon 10:02:11]--[2025-12-08 Mon 11:40:05] =>  01:37:54
+  :END:
 - TODO swizzle the program ids
 """
 DEC_09 = f"""\
@@ -98,7 +102,7 @@ def test_a_graph_is_read_for_its_journals_only(tmp_path):
     log = load(tmp_path / "worklog", exclude=exclusion(cfg, root))
     assert [e.date.isoformat() for e in log.entries] == ["2025-12-08", "2025-12-09", "2025-12-10"]
     assert {e.path.split("/")[-2] for e in log.entries} == {"journals"}
-    shown = "\n".join(line for line in DEC_08.split("\n") if "::" not in line)  # as the page shows it
+    shown = "\n".join(line for line in DEC_08.split("\n") if "::" not in line and not re.match(r"\s*(:|CLOCK)", line))
     (tmp_path / "plain.md").write_text("2025-12-08\n" + shown, encoding="utf-8")
     assert log.entries[0].words == load(tmp_path / "plain.md").entries[0].words  # hidden properties are no words
     assert log.entries[2].tags == ["triton", "warp shuffles", "attention"]  # tags::, then #tags
@@ -116,6 +120,7 @@ def test_a_graph_builds_as_logseq_shows_it(build_site, sanitize):
 
     dec_08, dec_09, dec_10 = article("2025-12-08"), article("2025-12-09"), article("2025-12-10")
     assert "collapsed::" not in dec_08.get_text() and "id::" not in dec_08.get_text()
+    assert "LOGBOOK" not in dec_08.get_text() and "CLOCK" not in dec_08.get_text()  # the drawer Logseq hides
     boxes = [(i["aria-label"], i.has_attr("checked")) for i in dec_08.select("li.task-list-item input")]
     assert boxes == [("done", True), ("open", False)]  # - DONE, - TODO
     ref = dec_09.find("a", string="grouped ordering of the program ids keeps tiles of B in L2")
@@ -137,7 +142,7 @@ def test_a_graph_builds_as_logseq_shows_it(build_site, sanitize):
 # --- over generated text -------------------------------------------------------------------------
 
 _PIECES = st.sampled_from(["%%", "^id-1", "`", "```", "\n", "#", "#cuda", "::", "id:: x", "collapsed:: true", "- ", "- TODO ",
-                           "{{video https://x.org/v}}", "{:width 4}", "![a](b.png)", "((", "))", "[[p]]", "x", " ", "\t"])
+                           "{{video https://x.org/v}}", "{:width 4}", ":LOGBOOK:", ":END:", "CLOCK: [x]", "![a](b.png)", "((", "))", "[[p]]", "x", " ", "\t"])
 _TEXTS = st.lists(st.one_of(_PIECES, st.text(max_size=4)), max_size=40).map("".join)
 
 
@@ -150,7 +155,8 @@ def test_the_tools_markup_is_read_without_error_and_lines_keep_their_places(text
     assert obsidian.without_comments(text).count("\n") == text.count("\n")
     assert obsidian.without_block_ids(text).count("\n") == text.count("\n")
     assert logseq.without_hidden_properties(text).count("\n") == text.count("\n")
-    logseq.to_markdown(text)
+    shown = logseq.to_markdown(text)
+    assert len(shown.split("\n")) <= len(text.split("\n"))  # lines left out, none made up
     assert all(tag for tag in obsidian.hashtags(text) + logseq.page_tags(text))
 
 

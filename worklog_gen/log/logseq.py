@@ -9,6 +9,8 @@ journals show lie inside the folder, so they are published.
 
 Logseq writes into a journal what only Logseq reads:
 
+* *drawers*, ``:LOGBOOK:`` up to ``:END:`` (the time a task took), which Logseq hides, and so
+  does the page;
 * *properties*, ``key:: value`` lines under a block. Logseq hides those it keeps for itself,
   :data:`HIDDEN_PROPERTY_RE` (``collapsed:: true`` when a block is folded, ``id:: <uuid>`` when
   another block refers to it), and shows the rest; so does the page (:func:`to_markdown`);
@@ -57,6 +59,9 @@ HIDDEN_PROPERTY_RE = re.compile(r"^[ \t]*(?:collapsed|id|heading|logseq\.[\w.\-]
 """The properties Logseq keeps for itself and does not show: a fold's ``collapsed``, a block's
 ``id``, ``heading``, ``logseq.order-list-type`` and the like, a flashcard's ``card-*``."""
 _ID_RE = re.compile(rf"^[ \t]*id::[ \t]+(?P<uuid>{UUID})[ \t]*$", re.MULTILINE)
+DRAWER_RE = re.compile(r"^[ \t]*:(?:LOGBOOK|PROPERTIES):[ \t]*\n(?:.*\n)*?[ \t]*:END:[ \t]*$", re.MULTILINE)
+"""A drawer Logseq writes under a task and hides: ``:LOGBOOK:`` (the time tracked: ``CLOCK:`` lines)
+up to ``:END:``."""
 MACRO_RE = re.compile(r"\{\{(?P<name>video|youtube|tweet|twitter|embed)[ \t]+(?P<arg>[^{}\n]*?)[ \t]*\}\}")
 """The macros :func:`to_markdown` writes as markdown."""
 _SIZE = r":(?:height|width)[ \t]+\d+"
@@ -160,24 +165,33 @@ def page_tags(text: str) -> list[str]:
 
 
 def without_hidden_properties(text: str) -> str:
-    """``text`` with each line of a hidden property (:data:`HIDDEN_PROPERTY_RE`) empty, every line
-    in its place: what the parser counts the words and finds the links of."""
-    return HIDDEN_PROPERTY_RE.sub("", text) if "::" in text else text
+    """``text`` with each line of a hidden property (:data:`HIDDEN_PROPERTY_RE`) and of a drawer
+    (:data:`DRAWER_RE`) empty, every line in its place: what the parser counts the words and finds
+    the links of."""
+    if "::" in text:
+        text = HIDDEN_PROPERTY_RE.sub("", text)
+    if ":END:" in text:
+        text = DRAWER_RE.sub(lambda m: "\n" * m[0].count("\n"), text)
+    return text
 
 
 def to_markdown(text: str) -> str:
-    """``text`` (an entry's, as the page shows it) with Logseq's hidden properties left out (each
-    line whole) and each other property on a line of its own, its video, tweet and embed macros as
+    """``text`` (an entry's, as the page shows it) with Logseq's hidden properties and drawers left
+    out (each line whole) and each other property on a line of its own, its video, tweet and embed macros as
     links, an image's EDN size as ``attr_list`` attributes, and a list item's task keyword as a
     checkbox (see the module docstring). Code blocks and code spans are markdown of their own: a
     property, macro or keyword inside one stays."""
-    if "::" not in text and "{" not in text and not _ANY_KEYWORD_ITEM.search(text):
+    if "::" not in text and "{" not in text and ":END:" not in text and not _ANY_KEYWORD_ITEM.search(text):
         return text
+    drawers = {text.count("\n", 0, m.start()) + k for m in DRAWER_RE.finditer(text)
+               for k in range(m[0].count("\n") + 1)} if ":END:" in text else set()  # their lines
     out, fence = [], None
-    for line in text.split("\n"):
+    for i, line in enumerate(text.split("\n")):
         fence, marker = track_fence(line, fence)
         if marker or fence is not None:
             out.append(line)
+            continue
+        if i in drawers:
             continue
         if "::" in line and PROPERTY_RE.match(line):
             if HIDDEN_PROPERTY_RE.match(line):
