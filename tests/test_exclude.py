@@ -216,3 +216,20 @@ def test_a_vault_s_daily_note_has_its_front_matter_tags_and_its_hashtags(tmp_pat
         (tmp_path / folder / "2025-12-08.md").write_text(day, encoding="utf-8")
     assert load(tmp_path / "vault").entries[0].tags == ["daily", "triton", "cuda/memory"]
     assert load(tmp_path / "plain").entries[0].tags == ["daily"]
+
+
+def test_a_vault_s_hashtag_links_to_its_tag(build_site):
+    """On the page a ``#tag`` of a vault's note leads to the tag on the tags page, as in Obsidian;
+    in code, or inside a link's text, it stays text."""
+    day = "Read about #cuda/memory and [the #triton docs](https://triton-lang.org/) with `#define`.\n"
+    site = build_site(None, files={"worklog/.obsidian/app.json": b"{}\n", "worklog/2025-12-08.md": day.encode()})
+    from bs4 import BeautifulSoup
+
+    page = BeautifulSoup((site / "worklog/2025-12-08/index.html").read_text(encoding="utf-8"), "html.parser")
+    body = page.find("article")
+    tag = body.find("a", string="#cuda/memory")
+    assert tag is not None and tag["href"] == "../tags/#cudamemory"
+    assert body.find("a", href="https://triton-lang.org/").get_text() == "the #triton docs"
+    assert body.find("code").get_text() == "#define"
+    tags = BeautifulSoup((site / "worklog/tags/index.html").read_text(encoding="utf-8"), "html.parser")
+    assert tags.find(id="cudamemory") is not None and tags.find(id="triton") is not None

@@ -47,6 +47,7 @@ from worklog_gen.log.front_matter import title_heading
 from worklog_gen.log import logseq
 from worklog_gen.log.internal_links import plain, rewrite
 from worklog_gen.log.local_files import can_run_script, file_links, page_target
+from worklog_gen.log.obsidian import HASHTAG_RE
 from worklog_gen.log.repair import code_span_ranges, track_fence
 from worklog_gen.log.shortcodes import Image, find_image, has_markup, is_url, resolve_urls, to_markdown
 from worklog_gen.site.callouts import admonitions, without_types
@@ -237,7 +238,7 @@ def day_page(log: Worklog, index: int, ctx: SiteContext, same_day: Sequence[int]
     for e in group:
         written = (f"Written as “{md_escape(e.header.strip())}”" if e.header.strip()
                    else "A post" if e.kind == "post" else "One entry per file")
-        body = entry_body(e, src, ctx)
+        body = _linked_hashtags(entry_body(e, src, ctx), e.tags, src, ctx)
         if e.kind == "post" or len(group) > 1:  # its own headings sit under the page's (or its source's)
             body = shift_headings(body, 1)
         if len(group) == 1:
@@ -315,6 +316,29 @@ def entry_body(entry: Entry, src: str, ctx: SiteContext) -> str:
     if has_markup(body):  # Hugo shortcodes and Jekyll's Liquid, as the markdown they stand for
         body = to_markdown(body, lambda image: _image_url(image, entry.path, ctx.layout.page(entry.slug), src, ctx))
     return _without_title(entry, body)
+
+
+def _linked_hashtags(body: str, tags: Sequence[str], src: str, ctx: SiteContext) -> str:
+    """``body`` (on page ``src``) with each ``#tag`` that is one of ``tags`` (an Obsidian or Logseq
+    note's, :func:`worklog_gen.log.obsidian.hashtags`) a link to the tag on the tags page, as those
+    tools make it; in code, or inside a link's text, it stays text."""
+    if not tags or "#" not in body or ctx.tag_anchors is None:
+        return body
+    page, lines, fence = relative(ctx.layout.tags, src), body.split("\n"), None
+
+    def link(m: re.Match, line: str, spans: list[tuple[int, int]]) -> str:
+        tag = m["tag"] or m["page"].strip()
+        inside = any(a <= m.start() < b for a, b in spans) or line.count("[", 0, m.start()) > line.count("]", 0, m.start())
+        if tag not in tags or tag not in ctx.tag_anchors or inside:
+            return m[0]
+        return f"[{md_escape(m[0])}]({page}#{ctx.tag_anchors[tag]})"
+
+    for i, line in enumerate(lines):
+        fence, marker = track_fence(line, fence)
+        if not marker and fence is None and "#" in line:
+            spans = code_span_ranges(line)
+            lines[i] = HASHTAG_RE.sub(lambda m, line=line, spans=spans: link(m, line, spans), line)
+    return "\n".join(lines)
 
 
 def _without_title(entry: Entry, body: str) -> str:
