@@ -89,7 +89,8 @@ def summary(entry: Entry, limit: int = SUMMARY_CHARS) -> str:
     prose (a first link is its title), cut at a word boundary to at most ``limit``
     characters with ``…``. ``"(no text)"`` for an empty entry. Plain text; a post's Hugo
     shortcodes read as the page shows them (a figure as its caption or alt text)."""
-    body = _without_title(entry, without_types(logseq.without_hidden_properties(rewrite(entry.body, entry.internal_links))))
+    body = without_types(logseq.without_hidden_properties(rewrite(entry.body, entry.internal_links)))
+    body = _without_title(entry, body)
     body = to_markdown(body, lambda image: None) if has_markup(body) else body
     text = prose(body).split("\n", 1)[0]
     if not text:
@@ -303,19 +304,24 @@ def entry_body(entry: Entry, src: str, ctx: SiteContext) -> str:
     CommonMark, wikilinks and cross-references as the parser resolved them
     (:func:`~worklog_gen.log.internal_links.rewrite`), old-site links handled (``ctx.old_links``),
     Hugo shortcodes and Jekyll's Liquid as the markdown they stand for (a figure's image published
-    beside the page, :func:`_image_url`), Logseq's markup as Logseq shows it
-    (:func:`worklog_gen.log.logseq.to_markdown`), GitHub's and Obsidian's callouts as admonitions
-    (:func:`worklog_gen.site.callouts.admonitions`), the markdown inside a ``<details>`` or ``<div>``
-    read (:func:`~worklog_gen.site.markup.markdown_in_html_blocks`); a post's first heading left out when it is its
-    title, which the page shows above it."""
+    beside the page, :func:`_image_url`), other tools' markup as they show it (:func:`_as_shown`);
+    a post's first heading left out when it is its title, which the page shows above it."""
     body = resolve_urls(rewrite(commonmark_lists(entry.body), entry.internal_links))  # as the parser read its links
-    body = admonitions(logseq.to_markdown(body))  # Logseq's markup; GitHub's and Obsidian's callouts
-    body = markdown_in_html_blocks(body)  # a GitHub <details> section's markdown read, as CommonMark reads it
+    body = _as_shown(body)
     body, rest = _published_links(body, entry.path, [*entry.links, *entry.images], src, ctx)
     body = ctx.old_links.rewrite(body, rest, entry.path).strip("\n")
     if has_markup(body):  # Hugo shortcodes and Jekyll's Liquid, as the markdown they stand for
         body = to_markdown(body, lambda image: _image_url(image, entry.path, ctx.layout.page(entry.slug), src, ctx))
     return _without_title(entry, body)
+
+
+def _as_shown(markdown: str) -> str:
+    """An entry's or a preamble's ``markdown`` with what other tools write as they show it:
+    Logseq's markup (:func:`worklog_gen.log.logseq.to_markdown`), GitHub's and Obsidian's callouts
+    as admonitions (:func:`worklog_gen.site.callouts.admonitions`), and the markdown inside a
+    ``<details>`` or ``<div>`` read, as CommonMark reads it
+    (:func:`~worklog_gen.site.markup.markdown_in_html_blocks`)."""
+    return markdown_in_html_blocks(admonitions(logseq.to_markdown(markdown)))
 
 
 def _linked_hashtags(body: str, tags: Sequence[str], src: str, ctx: SiteContext) -> str:
@@ -328,7 +334,8 @@ def _linked_hashtags(body: str, tags: Sequence[str], src: str, ctx: SiteContext)
 
     def link(m: re.Match, line: str, spans: list[tuple[int, int]]) -> str:
         tag = m["tag"] or m["page"].strip()
-        inside = any(a <= m.start() < b for a, b in spans) or line.count("[", 0, m.start()) > line.count("]", 0, m.start())
+        inside = any(a <= m.start() < b for a, b in spans) \
+            or line.count("[", 0, m.start()) > line.count("]", 0, m.start())  # in code, or a link's text
         if tag not in tags or tag not in ctx.tag_anchors or inside:
             return m[0]
         return f"[{md_escape(m[0])}]({page}#{ctx.tag_anchors[tag]})"
@@ -533,8 +540,7 @@ def home_page(log: Worklog, ctx: SiteContext) -> str:
     own = str(log.front_matter.get("title") or "") if len(prefaced) <= 1 else ""  # the log's, not the config's
     parts = [f"# {md_escape(own or ctx.title)}"]
     for file_title, text, path, links in prefaced:  # each file's routine and rules, under its title if several
-        preamble = markdown_in_html_blocks(admonitions(logseq.to_markdown(resolve_urls(commonmark_lists(text)))))
-        preamble, rest = _published_links(preamble, path, links, src, ctx)
+        preamble, rest = _published_links(_as_shown(resolve_urls(commonmark_lists(text))), path, links, src, ctx)
         if len(prefaced) > 1:
             parts.append(f"## {md_escape(file_title)}")
             preamble = shift_headings(preamble, 2)
