@@ -13,7 +13,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from worklog_gen.log import load
-from worklog_gen.log.local_files import file_target
+from worklog_gen.log.local_files import Repository, file_target
 
 SCREENSHOT = b"\x89PNG\r\n\x1a\n the ncu screenshot of the tiled matmul"
 NOTES = b"%PDF-1.4 wgmma notes"
@@ -172,3 +172,60 @@ def test_a_link_to_one_of_the_log_s_own_files_leads_to_its_page(build_site):
     assert hrefs["yesterday"] == "../2025-12-08/#wgmma" and hrefs["the plan"] == "../"
     reading = (site / "worklog/reading-list/index.html").read_text(encoding="utf-8")
     assert "yesterday" not in reading and "0 distinct links" in reading  # the log's own pages: written, not read
+
+
+# --- files of the repository outside the worklog folder --------------------------------------------
+
+REPO_LOG = """\
+12/19/25 (T - 144)
+
+Wrote [the softmax kernel](../kernels/softmax.cu), its max at [line 42](../kernels/softmax.cu#L42), as
+[the README](../README.md#plan) says. Not mine: [secrets](../../../../../../etc/secrets.txt).
+"""
+
+
+def test_with_repo_url_a_link_to_a_file_of_the_repository_leads_to_it_there(build_site, caplog):
+    """A log kept in a repository links its own code and README as on GitHub: with ``repo_url`` the
+    page, the day's links and the reading list lead to each file on the repository's site (fragment
+    kept), nothing is published, and only the link that leaves the repository is a warning."""
+    files = {"kernels/softmax.cu": b"__global__ void softmax() {}\n", "README.md": b"# GPU log\n## Plan\n"}
+    site = build_site(REPO_LOG, files=files, strict=False, config={"repo_url": "https://github.com/me/gpu-log/"})
+    blob = "https://github.com/me/gpu-log/blob/HEAD/"
+    day = BeautifulSoup((site / "worklog/2025-12-19/index.html").read_text(encoding="utf-8"), "html.parser")
+    hrefs = [a["href"] for a in day.find("article").find_all("a") if a["href"].startswith(blob)]
+    wanted = [f"{blob}kernels/softmax.cu", f"{blob}kernels/softmax.cu#L42", f"{blob}README.md#plan"]
+    assert hrefs[:3] == wanted and sorted(set(hrefs)) == sorted(wanted)  # the text, then the day's links
+    listed = (site / "worklog/reading-list/index.html").read_text(encoding="utf-8")
+    assert all(f'href="{url}"' in listed for url in wanted)
+    assert not list(site.rglob("softmax.cu")) and not (site / "README.md").exists()
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 1 and "etc/secrets.txt" in warned[0]
+
+
+def test_without_repo_url_the_warning_says_how_to_link_a_file_of_the_repository(tmp_path):
+    (tmp_path / "worklog").mkdir()
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "softmax.cu").write_text("__global__ void softmax() {}\n", encoding="utf-8")
+    (tmp_path / "worklog" / "log.md").write_text(REPO_LOG, encoding="utf-8")
+    refused = [d for d in load(tmp_path / "worklog").diagnostics if d.code == "unsafe-path"]
+    assert len(refused) == 3 and all("with repo_url in mkdocs.yml" in d.message for d in refused)
+    repository = Repository.of("https://github.com/me/gpu-log", tmp_path)
+    refused = [d for d in load(tmp_path / "worklog", repository=repository).diagnostics if d.code == "unsafe-path"]
+    assert [d.line for d in refused] == [4]  # ../etc/secrets.txt leaves the repository
+
+
+@pytest.mark.parametrize("repo_url, url", [
+    ("https://github.com/me/gpu-log", "https://github.com/me/gpu-log/blob/HEAD/site/kernels/my%20softmax.cu"),
+    ("https://gitlab.com/me/gpu-log/", "https://gitlab.com/me/gpu-log/-/blob/HEAD/site/kernels/my%20softmax.cu"),
+    ("https://bitbucket.org/me/gpu-log", "https://bitbucket.org/me/gpu-log/src/HEAD/site/kernels/my%20softmax.cu"),
+])
+def test_a_file_s_address_on_the_repository_s_site(tmp_path, repo_url, url):
+    """The path is the file's from the repository's root (the folder holding ``.git``, above
+    ``mkdocs.yml``'s when the site is a folder of it), on the default branch."""
+    (tmp_path / ".git").mkdir()
+    project = tmp_path / "site"
+    (project / "kernels").mkdir(parents=True)
+    (project / "kernels" / "my softmax.cu").write_text("", encoding="utf-8")
+    repository = Repository.of(repo_url, project)
+    assert repository.file_url(repository.file("kernels/my softmax.cu", project)) == url
+    assert Repository.of(None, project) is None and Repository.of("git@github.com:me/gpu-log.git", project) is None

@@ -468,7 +468,8 @@ def test_a_log_title_is_text_in_every_slot_of_the_home(build_site):
 
 
 def _fake_load(worklog: Worklog):
-    return lambda path, date_order="auto", year=None, today=None, relative_to=None, exclude=None: worklog
+    return lambda path, date_order="auto", year=None, today=None, relative_to=None, exclude=None, repository=None: \
+        worklog
 
 
 def test_error_diagnostic_stops_the_build_naming_file_and_line(build_site, make_entry, monkeypatch, caplog):

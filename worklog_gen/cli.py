@@ -118,20 +118,25 @@ class _Group(click.Group):
                                        "WORKLOG_GEN_TRACEBACK=1 shows where)") from exc
 
 
-def _load(targets: list[Path], cfg, config_file: Path, root: Path):
+def _load(targets: list[Path], cfg, config_file: Path | None, root: Path):
     """The log at ``targets`` (:func:`worklog_gen.log.parse.load`), the files the ``exclude`` option
-    leaves out of the worklog folder (of the project in ``root``) not read, a missing or unreadable
-    path as a one-line error naming it rather than a traceback.
+    leaves out of the worklog folder (of the project in ``root``) not read, links to the
+    repository's files found as the build finds them (``repo_url`` of ``config_file``), a missing
+    or unreadable path as a one-line error naming it rather than a traceback.
 
     Raises:
         UsageProblem: a path does not exist (exit 2).
         click.ClickException: a file cannot be read (exit 1).
     """
-    from worklog_gen.config import exclusion
+    from worklog_gen.config import exclusion, read_mkdocs_yml
+    from worklog_gen.log.local_files import Repository
     from worklog_gen.log.parse import load
 
+    yml = Path(config_file) if config_file else root / CONFIG_NAME
+    repo_url = read_mkdocs_yml(yml).get("repo_url") if yml.is_file() else None
     try:
-        return load(targets, date_order=cfg.date_order, year=cfg.year, exclude=exclusion(cfg, root))
+        return load(targets, date_order=cfg.date_order, year=cfg.year, exclude=exclusion(cfg, root),
+                    repository=Repository.of(repo_url if isinstance(repo_url, str) else None, root))
     except FileNotFoundError as exc:
         raise UsageProblem(f"{exc} (worklog_dir '{cfg.worklog_dir}' of {config_file}, or the PATH given)") from exc
     except OSError as exc:
@@ -400,7 +405,7 @@ def generate(out: Path, strict: bool, config_file: Path) -> None:
         site = generator.generate(cfg, root, site_name=data.get("site_name") or "", site_url=data.get("site_url"),
                                   site_author=data.get("site_author"),
                                   use_directory_urls=data.get("use_directory_urls", True),
-                                  build_date=_build_date(),
+                                  build_date=_build_date(), repo_url=data.get("repo_url"), docs_dir=docs_dir,
                                   home_at_root=not generator.has_home(
                                       p.relative_to(docs_dir).as_posix() for p in docs_dir.glob("*.md")))
         written = generator.write_site(site, out, cfg, docs_dir=docs_dir, mkdocs_yml=config_file)

@@ -81,7 +81,8 @@ class WorklogPlugin(BasePlugin[WorklogConfig]):
         site = generate(self.config, self.root, site_name=config.site_name, site_url=config.site_url,
                         site_author=config.site_author, use_directory_urls=config.use_directory_urls,
                         build_date=get_build_datetime().date(),
-                        home_at_root=not has_home(f.src_uri for f in files))
+                        home_at_root=not has_home(f.src_uri for f in files), repo_url=config.repo_url,
+                        docs_dir=Path(config.docs_dir))
         for message in site.messages:
             (log.warning if message.level is Severity.WARNING else log.info)(message.text)
         in_nav = self._nav(config, files, site)

@@ -11,9 +11,12 @@ folders above it inside the worklog folder, and in their ``static/``.
 
 from __future__ import annotations
 
+import os
 import posixpath
 from collections.abc import Callable, Iterable, Iterator
-from urllib.parse import unquote, urlsplit
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote, unquote, urlsplit
 
 from worklog_gen.log.diagnostics import Diagnostic, DiagnosticCode
 from worklog_gen.log.model import Link
@@ -28,6 +31,43 @@ ACTIVE_SUFFIXES = frozenset({".svg", ".svgz", ".html", ".htm", ".shtml", ".xhtml
 ``<script>``, an XHTML page), when a reader follows a link to one or opens an image by its address.
 With the plugin's ``sanitize`` option such a file is not published (an ``<img>`` of an SVG runs no
 script, but the file's own address would)."""
+
+
+@dataclass(frozen=True)
+class Repository:
+    """The repository a log is kept in, and where its site shows its files (``mkdocs.yml``'s
+    ``repo_url``): a link from the log to one of its files outside the worklog folder (the kernel's
+    source, ``[softmax.cu](../kernels/softmax.cu)``; the ``README.md``) leads to that file there, as
+    it does on GitHub, and is not published (:func:`file_url`)."""
+
+    root: Path
+    """The repository's folder: the nearest one holding ``.git`` at or above ``mkdocs.yml``'s, else that."""
+    url: str
+    """``repo_url``, without a trailing ``/``."""
+
+    @classmethod
+    def of(cls, repo_url: str | None, project: Path) -> Repository | None:
+        """The repository of the project in folder ``project`` whose ``mkdocs.yml`` sets ``repo_url``
+        (an ``http(s)`` address); ``None`` without one."""
+        if not repo_url or urlsplit(repo_url).scheme not in ("http", "https"):
+            return None
+        project = project.resolve()
+        root = next((p for p in (project, *project.parents) if (p / ".git").exists()), project)
+        return cls(root, repo_url.rstrip("/"))
+
+    def file(self, target: str, here: Path) -> Path | None:
+        """The file of the repository that ``target`` (a link's path, percent-escapes decoded)
+        names from the folder ``here``, or ``None`` (no such file, or outside the repository)."""
+        path = Path(os.path.realpath(here / target))
+        return path if path.is_file() and path.is_relative_to(self.root) else None
+
+    def file_url(self, file: Path) -> str:
+        """Where the repository's site shows ``file`` (one of its files), on its default branch
+        (``HEAD``): ``<repo_url>/blob/HEAD/<path>`` on GitHub and Gitea, ``/-/blob/HEAD/`` on
+        GitLab, ``/src/HEAD/`` on Bitbucket."""
+        host = urlsplit(self.url).netloc.lower()
+        way = "-/blob/HEAD" if "gitlab" in host else "src/HEAD" if "bitbucket" in host else "blob/HEAD"
+        return f"{self.url}/{way}/{quote(file.relative_to(self.root).as_posix())}"
 
 
 def can_run_script(path: str) -> bool:
@@ -73,20 +113,26 @@ def file_links(images: Iterable[Link], links: Iterable[Link]) -> Iterator[tuple[
             yield link, target, image
 
 
-def problems(path: str, images: Iterable[Link], links: Iterable[Link], find: Callable[[str], Image]) -> list[Diagnostic]:
+def problems(path: str, images: Iterable[Link], links: Iterable[Link], find: Callable[[str], Image],
+             in_repository: Callable[[str], bool] = lambda target: False) -> list[Diagnostic]:
     """Warnings, in file ``path``, for ``images`` and ``links`` (an entry's, or a preamble's) to
     files that ``find`` (a path to an
     :class:`~worklog_gen.log.shortcodes.Image`) does not find (``missing-image``,
     ``missing-file``) or refuses as leading outside the worklog folder (``unsafe-path``). A
     root-relative path that is not found is no problem: it is a link to the site the log was
-    written for (:mod:`worklog_gen.site.old_links`)."""
+    written for (:mod:`worklog_gen.site.old_links`). Nor is a link (not an image) to a file
+    outside the worklog folder that ``in_repository`` finds in the log's :class:`Repository`: the
+    page links it there."""
     out = []
     for link, target, image in file_links(images, links):
         found = find(target)
         what = "image" if image else "linked file"
+        if found.refused and not image and in_repository(target):
+            continue
         if found.refused:
+            hint = "" if image else " (with repo_url in mkdocs.yml, a file of the repository is linked there)"
             out.append(Diagnostic(path, link.line, f"{what} {link.url!r} refused: {found.refused}; the page "
-                                  "links it as written, unpublished", DiagnosticCode.UNSAFE_PATH))
+                                  f"links it as written, unpublished{hint}", DiagnosticCode.UNSAFE_PATH))
         elif found.path is None and not target.startswith("/"):
             code = DiagnosticCode.MISSING_IMAGE if image else DiagnosticCode.MISSING_FILE
             out.append(Diagnostic(path, link.line, f"{what} {link.url!r} not found beside {path} or "

@@ -243,24 +243,28 @@ def _empty_entries(entries: list[Entry]) -> list[Diagnostic]:
                        DiagnosticCode.EMPTY_ENTRY) for e in entries if not e.body.strip()]
 
 
-def _file_problems(src: SourceFile, file: Path, folder: Path, exclude: Exclusion | None = None) -> list[Diagnostic]:
+def _file_problems(src: SourceFile, file: Path, folder: Path, exclude: Exclusion | None = None,
+                   repository: local_files.Repository | None = None) -> list[Diagnostic]:
     """Unknown Hugo shortcodes, and figures, images and linked files (:mod:`~worklog_gen.log.local_files`)
-    that are missing (or left out by ``exclude``) or lead outside ``folder`` (the worklog folder), in
-    the entries of ``src``, read from ``file``."""
+    that are missing (or left out by ``exclude``) or lead outside ``folder`` (the worklog folder) but
+    not to a file of ``repository``, in the entries of ``src``, read from ``file``."""
     out = []
 
     def find(image: str) -> Image:
         return find_image(image, file, folder, exclude)
 
+    def in_repository(target: str) -> bool:
+        return repository is not None and repository.file(target, file.absolute().parent) is not None
+
     for e in src.entries:
         if has_markup(e.body):
             out += find_problems(resolve_urls(e.body), e.path, e.line + 1 if e.header else e.line, find)
         if e.images or e.links:
-            out += local_files.problems(e.path, e.images, e.links, find)
+            out += local_files.problems(e.path, e.images, e.links, find, in_repository)
     if has_markup(src.preamble) and not src.refused:
         out += find_problems(resolve_urls(src.preamble), src.path, src.front_matter_lines + 1, find)
     if src.preamble_images or src.preamble_links:
-        out += local_files.problems(src.path, src.preamble_images, src.preamble_links, find)
+        out += local_files.problems(src.path, src.preamble_images, src.preamble_links, find, in_repository)
     return out
 
 
@@ -465,6 +469,7 @@ def _parse_texts(
     today: dt.date | None = None,
     files: dict[str, tuple[Path, Path]] | None = None,
     exclude: Exclusion | None = None,
+    repository: local_files.Repository | None = None,
 ) -> Worklog:
     """Parse ``(path, text)`` pairs into one :class:`Worklog`; ``extra`` diagnostics
     (from decoding) join the parser's; ``year`` and ``today`` date a progress log's
@@ -481,7 +486,7 @@ def _parse_texts(
             vault = vaults.setdefault(folder, internal_links.Vault(folder, exclude)) if folder is not None else None
             more += _analyse(src, file or Path(p.path), vault)
             src.file = file
-            more += _file_problems(src, file or Path(p.path), folder or Path(p.path).parent, exclude)
+            more += _file_problems(src, file or Path(p.path), folder or Path(p.path).parent, exclude, repository)
             more += _empty_entries(src.entries)
             sources.append(src)
             diagnostics += more
@@ -511,7 +516,7 @@ def _no_cycle_collection() -> Iterator[None]:
 
 def load(paths: list[str | Path] | str | Path, *, date_order: DateOrder = "auto", year: int | None = None,
          today: dt.date | None = None, relative_to: str | Path | None = None,
-         exclude: Exclusion | None = None) -> Worklog:
+         exclude: Exclusion | None = None, repository: local_files.Repository | None = None) -> Worklog:
     """Parse files and folders of ``*.md`` files into one :class:`Worklog`.
 
     Files are read as bytes and decoded as UTF-8 (other encodings with a warning, see
@@ -529,7 +534,9 @@ def load(paths: list[str | Path] | str | Path, *, date_order: DateOrder = "auto"
 
     A file that is too large, not text, nested too deep, or a link that leads outside its
     folder is refused with a warning and left out (:mod:`worklog_gen.log.files`). A file that
-    ``exclude`` (the plugin's option) leaves out is not read, found or published.
+    ``exclude`` (the plugin's option) leaves out is not read, found or published. A link to a
+    file of ``repository`` (:class:`~worklog_gen.log.local_files.Repository`, when ``mkdocs.yml``
+    sets ``repo_url``) outside the worklog folder is no problem: the page links it there.
 
     Raises:
         FileNotFoundError: a path does not exist.
@@ -551,4 +558,4 @@ def load(paths: list[str | Path] | str | Path, *, date_order: DateOrder = "auto"
         why = "every file was refused (see above)" if diagnostics else "it holds no .md file"
         diagnostics.append(Diagnostic(where, 1, f"no entry in the log: {why}", DiagnosticCode.NO_ENTRIES))
     return _parse_texts(texts, date_order=date_order, extra=diagnostics, year=year, today=today, files=files,
-                        exclude=exclude)
+                        exclude=exclude, repository=repository)

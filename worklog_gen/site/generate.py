@@ -30,6 +30,7 @@ from mkdocs.exceptions import PluginError
 from worklog_gen.freeze import render
 from worklog_gen.freeze import store as freeze
 from worklog_gen.config import UnknownTag, WorklogConfig, exclusion, read_mkdocs_yml, worklog_folder
+from worklog_gen.log.local_files import Repository
 from worklog_gen.paths import inside
 from worklog_gen.site import assets, fallback, settings
 from worklog_gen.site import layout as paths
@@ -117,7 +118,8 @@ def kept_out(cfg: WorklogConfig, root: Path) -> Callable[[Path], bool]:
     return lambda path: path.resolve() in sources or excluded(path)
 
 
-def load_log(cfg: WorklogConfig, root: Path, messages: list[Message], today: dt.date | None = None) -> Worklog:
+def load_log(cfg: WorklogConfig, root: Path, messages: list[Message], today: dt.date | None = None,
+             repository: Repository | None = None) -> Worklog:
     """Parse the configured worklog, naming its files relative to ``root`` (the folder of
     ``mkdocs.yml``). The parser's warnings and notes are appended to ``messages``.
 
@@ -130,7 +132,7 @@ def load_log(cfg: WorklogConfig, root: Path, messages: list[Message], today: dt.
         raise PluginError(f"worklog: worklog_dir '{cfg.worklog_dir}' not found next to mkdocs.yml")
     try:
         worklog = load(path, date_order=cfg.date_order, year=cfg.year, today=today, relative_to=root,
-                       exclude=exclusion(cfg, root))
+                       exclude=exclusion(cfg, root), repository=repository)
     except (ValueError, OSError) as exc:
         raise PluginError(f"worklog: cannot read {cfg.worklog_dir}: {exc}") from exc
     # The parser reports everything the author must fix (invalid dates, duplicate days,
@@ -144,7 +146,8 @@ def load_log(cfg: WorklogConfig, root: Path, messages: list[Message], today: dt.
 
 def generate(cfg: WorklogConfig, root: Path, *, site_name: str, site_url: str | None = None,
              site_author: str | None = None, use_directory_urls: bool = True,
-             build_date: dt.date | None = None, home_at_root: bool = False) -> GeneratedSite:
+             build_date: dt.date | None = None, home_at_root: bool = False,
+             repo_url: str | None = None, docs_dir: Path | None = None) -> GeneratedSite:
     """Make every page and file of the worklog, its topics and the Kernels page, each chart's
     narrow SVG for phones (:func:`worklog_gen.site.fallback.narrow_files`, kept in ``cache_dir``),
     and the scripts, styles and libraries they need (:func:`worklog_gen.site.assets.static_files`).
@@ -158,6 +161,9 @@ def generate(cfg: WorklogConfig, root: Path, *, site_name: str, site_url: str | 
             ``SOURCE_DATE_EPOCH`` when the caller passes it).
         home_at_root: the site has no home page of its own (:func:`has_home`): the worklog home
             is the site's ``index.md``.
+        repo_url: ``mkdocs.yml``'s: a link from the log to a file of the repository outside the
+            worklog folder leads to the file there (:class:`~worklog_gen.log.local_files.Repository`).
+        docs_dir: the docs folder: a link to one of its pages stays MkDocs' to check.
 
     Returns:
         The files, the nav sections (worklog, then Kernels or Topics) and the messages.
@@ -166,7 +172,8 @@ def generate(cfg: WorklogConfig, root: Path, *, site_name: str, site_url: str | 
         PluginError: the log or a notebook/store file is unreadable or has errors, named.
     """
     site = GeneratedSite()
-    worklog = load_log(cfg, root, site.messages, today=build_date)
+    repository = Repository.of(repo_url, root)
+    worklog = load_log(cfg, root, site.messages, today=build_date, repository=repository)
     drafts = [e for e in worklog.entries if e.draft]
     if drafts:  # checked like every entry, but not published
         worklog = dataclasses.replace(worklog, entries=[e for e in worklog.entries if not e.draft])
@@ -188,6 +195,8 @@ def generate(cfg: WorklogConfig, root: Path, *, site_name: str, site_url: str | 
         worklog_dir=worklog_folder(cfg, root),
         exclude=exclusion(cfg, root),
         sanitize=cfg.sanitize,
+        repository=repository,
+        docs_dir=docs_dir,
     )
     pages = worklog_pages(worklog, ctx)
     site.messages += [Message(Severity.WARNING, text) for text in dict.fromkeys(ctx.withheld)]

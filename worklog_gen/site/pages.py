@@ -25,6 +25,7 @@ import html
 import json
 import posixpath
 import re
+from urllib.parse import urlsplit
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -46,7 +47,7 @@ from worklog_gen.log.files import Exclusion
 from worklog_gen.log.front_matter import title_heading
 from worklog_gen.log import logseq
 from worklog_gen.log.internal_links import plain, rewrite
-from worklog_gen.log.local_files import can_run_script, file_links, page_target
+from worklog_gen.log.local_files import Repository, can_run_script, file_links, page_target
 from worklog_gen.log.obsidian import HASHTAG_RE
 from worklog_gen.log.repair import code_span_ranges, track_fence
 from worklog_gen.log.shortcodes import Image, find_image, has_markup, is_url, resolve_urls, to_markdown
@@ -150,11 +151,18 @@ class SiteContext:
     the files of the log's folder that entries show or link, :func:`publish_files`)."""
     sanitize: bool = False
     """The plugin's ``sanitize`` option: then a file that can run script is not published (:func:`_publish`)."""
+    repository: Repository | None = None
+    """The repository the log is kept in, when ``repo_url`` is set: a link to one of its files
+    outside the worklog folder (and, for a page, outside :attr:`docs_dir`) leads to it there
+    (:func:`publish_files`)."""
+    docs_dir: Path | None = None
+    """The docs folder: a link to one of its pages is MkDocs' to check, never the repository's."""
     withheld: list[str] = field(default_factory=list)
     """A warning for each file :func:`_publish` did not publish because it can run script."""
     published: dict[str, dict[str, str | None]] = field(default_factory=dict)
     """Entry path -> url -> the docs path of the file that image or link names, published
-    (:func:`publish_files`); ``None`` for a file not found or refused, linked as written."""
+    (:func:`publish_files`), or its address on the :attr:`repository`'s site; ``None`` for a file
+    not found or refused, linked as written."""
     files: dict[str, bytes] = field(default_factory=dict)
     """Files the pages made while writing them: docs path -> content (the heatmap's chart)."""
     tag_anchors: dict[str, str] | None = None
@@ -170,7 +178,7 @@ class SiteContext:
         if url in mine:
             dest = mine[url]
             return html_link("", title_markdown, url) if dest is None else \
-                f"[{title_markdown}](<{relative(dest, from_src)}>)"
+                f"[{title_markdown}](<{_href(dest, from_src)}>)"
         return self.old_links.link(title_markdown, url)
 
 
@@ -366,16 +374,22 @@ def publish_files(log: Worklog, ctx: SiteContext) -> None:
     ``ctx.assets``. A file is looked for as a figure's image is
     (:func:`~worklog_gen.log.shortcodes.find_image`); one not found (but for a root-relative
     path, a link to the log's old site) or refused is recorded as ``None``: the parser has
-    warned, and the page links it as written. A link to one of the log's own files leads to
+    warned, and the page links it as written; but a link (not an image) to a file of
+    ``ctx.repository`` outside the worklog folder leads to the file on the repository's site,
+    its fragment kept (GitHub's ``#L42``). A link to one of the log's own files leads to
     that file's page (:func:`_link_log_files`)."""
     sources = [(e.path, e.images, e.links, ctx.layout.page(e.slug)) for e in log.entries]
     sources += [(f.path, f.preamble_images, f.preamble_links, ctx.layout.prefix) for f in log.files if not f.refused]
     for path, images, links, folder in sources:
         mine = ctx.published.setdefault(path, {})
-        for link, target, _ in file_links(images, links):
+        for link, target, image in file_links(images, links):
             if link.url in mine:
                 continue
             dest, found = _publish(target, path, folder, ctx, link.line)
+            if dest is None and found.refused and not image and ctx.repository is not None \
+                    and (file := ctx.repository.file(target, (ctx.root / path if ctx.root else Path(path)).parent)):
+                fragment = urlsplit(link.url).fragment  # GitHub's #L42: the line
+                dest = ctx.repository.file_url(file) + (f"#{fragment}" if fragment else "")
             if dest is not None or found.refused or not target.startswith("/"):
                 mine[link.url] = dest
     _link_log_files(log, [(path, links) for path, _, links, _ in sources], ctx)
@@ -386,7 +400,8 @@ def _link_log_files(log: Worklog, sources: list[tuple[str, list[Link]]], ctx: Si
     (``[yesterday](2025-12-08.md)``, ``[the plan](../index.md#goals)``): the page of the file's
     entry when it has one (a day's file, a post), else the worklog home (a whole log, a file of
     preamble); its fragment kept. Such a file is no page of the site, so as written the link
-    would lead nowhere."""
+    would lead nowhere. So is a markdown file of ``ctx.repository`` outside the worklog and docs
+    folders (``[the plan](../README.md)``): the link leads to it on the repository's site."""
     pages: dict[Path, str] = {}
     for f in log.files:
         if f.file is not None and not f.refused:
@@ -398,15 +413,27 @@ def _link_log_files(log: Worklog, sources: list[tuple[str, list[Link]]], ctx: Si
             if link.url in mine or (target := page_target(link.url)) is None:
                 continue
             page = pages.get((here / target[0]).resolve())
+            fragment = f"#{target[1]}" if target[1] else ""
             if page is not None:
-                mine[link.url] = page + (f"#{target[1]}" if target[1] else "")
+                mine[link.url] = page + fragment
+            elif ctx.repository is not None and (file := ctx.repository.file(target[0], here)) is not None \
+                    and not any(d is not None and file.is_relative_to(d.resolve())
+                                for d in (ctx.worklog_dir, ctx.docs_dir)):
+                mine[link.url] = ctx.repository.file_url(file) + fragment  # the README: on the repository's site
+
+
+def _href(dest: str, src: str) -> str:
+    """Where a link of page ``src`` to ``dest`` points: ``dest`` itself when it is an address (a
+    file of the repository on its site), else its path from ``src``."""
+    return dest if is_url(dest) else relative(dest, src)
 
 
 def _to_own_entry(url: str, path: str, ctx: SiteContext) -> bool:
     """Whether ``url``, a link of file ``path``, leads to one of the log's own files
     (``[yesterday](2025-12-08.md)``, a wikilink or block reference to another day): the author
     wrote it, not read it, so the reading list and a day's links leave it out."""
-    return page_target(url) is not None and ctx.published.get(path, {}).get(url) is not None
+    dest = ctx.published.get(path, {}).get(url)
+    return page_target(url) is not None and dest is not None and not is_url(dest)
 
 
 def _published_links(body: str, path: str, links: list[Link], src: str, ctx: SiteContext) -> tuple[str, list[Link]]:
@@ -428,11 +455,11 @@ def _published_links(body: str, path: str, links: list[Link], src: str, ctx: Sit
             return m[0]
         if dest is None:
             return html_link(m["bang"], m["text"], m["url"])
-        return f"{m['bang']}[{m['text']}](<{relative(dest, src)}>{m['title'] or ''})"
+        return f"{m['bang']}[{m['text']}](<{_href(dest, src)}>{m['title'] or ''})"
 
     def definition_sub(m: re.Match) -> str:
         dest = mine[m[2]]
-        return m[0] if dest is None else m[1] + relative(dest, src).replace(" ", "%20")
+        return m[0] if dest is None else m[1] + _href(dest, src).replace(" ", "%20")
 
     lines, fence, spans = body.split("\n"), None, []
     for i, line in enumerate(lines):
