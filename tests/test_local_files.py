@@ -216,7 +216,7 @@ def test_without_repo_url_the_warning_says_how_to_link_a_file_of_the_repository(
 
 @pytest.mark.parametrize("repo_url, url", [
     ("https://github.com/me/gpu-log", "https://github.com/me/gpu-log/blob/HEAD/site/kernels/my%20softmax.cu"),
-    ("https://gitlab.com/me/gpu-log/", "https://gitlab.com/me/gpu-log/-/blob/HEAD/site/kernels/my%20softmax.cu"),
+    ("https://gitlab.com/me/gpu-log.git/", "https://gitlab.com/me/gpu-log/-/blob/HEAD/site/kernels/my%20softmax.cu"),
     ("https://bitbucket.org/me/gpu-log", "https://bitbucket.org/me/gpu-log/src/HEAD/site/kernels/my%20softmax.cu"),
 ])
 def test_a_file_s_address_on_the_repository_s_site(tmp_path, repo_url, url):

@@ -43,7 +43,7 @@ class Repository:
     root: Path
     """The repository's folder: the nearest one holding ``.git`` at or above ``mkdocs.yml``'s, else that."""
     url: str
-    """``repo_url``, without a trailing ``/``."""
+    """``repo_url``, without a trailing ``/`` or ``.git``."""
 
     @classmethod
     def of(cls, repo_url: str | None, project: Path) -> Repository | None:
@@ -53,7 +53,7 @@ class Repository:
             return None
         project = project.resolve()
         root = next((p for p in (project, *project.parents) if (p / ".git").exists()), project)
-        return cls(root, repo_url.rstrip("/"))
+        return cls(root, repo_url.rstrip("/").removesuffix(".git"))
 
     def file(self, target: str, here: Path) -> Path | None:
         """The file of the repository that ``target`` (a link's path, percent-escapes decoded)
