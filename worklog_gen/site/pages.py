@@ -25,7 +25,7 @@ import html
 import json
 import posixpath
 import re
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -388,8 +388,7 @@ def publish_files(log: Worklog, ctx: SiteContext) -> None:
             dest, found = _publish(target, path, folder, ctx, link.line)
             if dest is None and found.refused and not image and ctx.repository is not None \
                     and (file := ctx.repository.file(target, (ctx.root / path if ctx.root else Path(path)).parent)):
-                fragment = urlsplit(link.url).fragment  # GitHub's #L42: the line
-                dest = ctx.repository.file_url(file) + (f"#{fragment}" if fragment else "")
+                dest = ctx.repository.file_url(file) + _fragment(urlsplit(link.url).fragment)  # GitHub's #L42
             if dest is not None or found.refused or not target.startswith("/"):
                 mine[link.url] = dest
     _link_log_files(log, [(path, links) for path, _, links, _ in sources], ctx)
@@ -419,7 +418,13 @@ def _link_log_files(log: Worklog, sources: list[tuple[str, list[Link]]], ctx: Si
             elif ctx.repository is not None and (file := ctx.repository.file(target[0], here)) is not None \
                     and not any(d is not None and file.is_relative_to(d.resolve())
                                 for d in (ctx.worklog_dir, ctx.docs_dir)):
-                mine[link.url] = ctx.repository.file_url(file) + fragment  # the README: on the repository's site
+                mine[link.url] = ctx.repository.file_url(file) + _fragment(target[1])  # the README, on its site
+
+
+def _fragment(fragment: str) -> str:
+    """``#fragment`` as a URL may hold it (``<``, ``>``, quotes and spaces percent-escaped, escapes
+    already there kept), or ``""`` without one."""
+    return "#" + quote(fragment, safe="/?:@!$&'()*+,;=-._~%") if fragment else ""
 
 
 def _href(dest: str, src: str) -> str:
