@@ -412,9 +412,8 @@ def _link_log_files(log: Worklog, sources: list[tuple[str, list[Link]]], ctx: Si
             if link.url in mine or (target := page_target(link.url)) is None:
                 continue
             page = pages.get((here / target[0]).resolve())
-            fragment = f"#{target[1]}" if target[1] else ""
             if page is not None:
-                mine[link.url] = page + fragment
+                mine[link.url] = page + _fragment(target[1])
             elif ctx.repository is not None and (file := ctx.repository.file(target[0], here)) is not None \
                     and not any(d is not None and file.is_relative_to(d.resolve())
                                 for d in (ctx.worklog_dir, ctx.docs_dir)):
