@@ -40,7 +40,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from worklog_gen.log.front_matter import DATE_STEM
-from worklog_gen.log.repair import code_span_ranges, track_fence
+from worklog_gen.log.repair import code_span_ranges, in_spans, track_fence
 from worklog_gen.log.tasks import KEYWORDS
 
 CONFIG = Path("logseq", "config.edn")
@@ -177,9 +177,9 @@ def without_hidden_properties(text: str) -> str:
 
 def to_markdown(text: str) -> str:
     """``text`` (an entry's, as the page shows it) with Logseq's hidden properties and drawers left
-    out (each line whole) and each other property on a line of its own, its video, tweet and embed macros as
-    links, an image's EDN size as ``attr_list`` attributes, and a list item's task keyword as a
-    checkbox (see the module docstring). Code blocks and code spans are markdown of their own: a
+    out (each line whole) and each other property on a line of its own, its video, tweet and embed
+    macros as links, an image's EDN size as ``attr_list`` attributes, and a list item's task keyword
+    as a checkbox (see the module docstring). Code blocks and code spans are markdown of their own: a
     property, macro or keyword inside one stays."""
     if "::" not in text and "{" not in text and ":END:" not in text and not _ANY_KEYWORD_ITEM.search(text):
         return text
@@ -203,9 +203,8 @@ def to_markdown(text: str) -> str:
             line = item["lead"] + box + line[item.end():]
         if "{" in line:
             spans = code_span_ranges(line)
-            outside = lambda m: not any(a <= m.start() < b for a, b in spans)  # noqa: E731
-            line = MACRO_RE.sub(lambda m: _macro(m) if outside(m) else m[0], line)
-            line = _IMAGE_SIZE_RE.sub(lambda m: _size(m) if outside(m) else m[0], line)
+            line = MACRO_RE.sub(lambda m: m[0] if in_spans(m.start(), spans) else _macro(m), line)
+            line = _IMAGE_SIZE_RE.sub(lambda m: m[0] if in_spans(m.start(), spans) else _size(m), line)
         out.append(line)
     return "\n".join(out)
 

@@ -19,11 +19,10 @@ tasks. A ``%%`` in code is text, and one never closed hides nothing. So is a blo
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
-import re
-
-from worklog_gen.log.repair import code_span_ranges, track_fence
+from worklog_gen.log.repair import code_span_ranges, edit_outside_code, in_spans, track_fence
 
 SETTINGS = Path(".obsidian")
 """The folder that makes a folder an Obsidian vault."""
@@ -59,8 +58,7 @@ def exclude_patterns(folder: Path) -> tuple[str, ...]:
     """For a vault, gitignore patterns (from its root) that leave out every note but the daily
     notes: all of the daily folder's notes, or, when that is the vault's root, those named by a
     date (:data:`DATED_NOTE`) in any of its folders (where other plugins keep them). Files that are
-    not notes (attachments) are left in. ``()`` for a
-    folder that is no vault."""
+    not notes (attachments) are left in. ``()`` for a folder that is no vault."""
     if not is_vault(folder):
         return ()
     daily = daily_folder(folder)
@@ -73,15 +71,11 @@ _BLOCK_ID_RE = re.compile(r"(?:(?<=[ \t])|^)\^[A-Za-z0-9-]+[ \t]*$")
 
 def without_block_ids(text: str) -> str:
     """``text`` with each block id (:data:`_BLOCK_ID_RE`) outside code left out, every line in its place."""
-    if "^" not in text:
-        return text
-    lines, fence = text.split("\n"), None
-    for i, line in enumerate(lines):
-        fence, marker = track_fence(line, fence)
-        if not marker and fence is None and "^" in line and (m := _BLOCK_ID_RE.search(line)) \
-                and not any(a <= m.start() < b for a, b in code_span_ranges(line)):
-            lines[i] = line[:m.start()].rstrip(" \t")
-    return "\n".join(lines)
+    def drop(line: str, spans: list[tuple[int, int]]) -> str:
+        m = _BLOCK_ID_RE.search(line)
+        return line[:m.start()].rstrip(" \t") if m and not in_spans(m.start(), spans) else line
+
+    return edit_outside_code(text, drop, "^")
 
 
 def without_comments(text: str) -> str:
@@ -105,7 +99,7 @@ def without_comments(text: str) -> str:
         spans = code_span_ranges(line) if start is None else []
         while True:
             at = line.find("%%", col)
-            while start is None and at != -1 and any(a <= at < b for a, b in spans):
+            while start is None and at != -1 and in_spans(at, spans):
                 at = line.find("%%", at + 2)
             if at == -1:
                 if start is None:
@@ -126,15 +120,11 @@ def without_comments(text: str) -> str:
 
 def hashtags(text: str) -> list[str]:
     """The tags (:data:`HASHTAG_RE`) of ``text`` outside code, in order, each once, as written."""
-    if "#" not in text:
-        return []
     found: list[str] = []
-    fence = None
-    for line in text.split("\n"):
-        fence, marker = track_fence(line, fence)
-        if marker or fence is not None or "#" not in line:
-            continue
-        spans = code_span_ranges(line)
-        found += [m["tag"] or m["page"].strip() for m in HASHTAG_RE.finditer(line)
-                  if not any(a <= m.start() < b for a, b in spans)]
+
+    def collect(line: str, spans: list[tuple[int, int]]) -> str:
+        found.extend(m["tag"] or m["page"].strip() for m in HASHTAG_RE.finditer(line) if not in_spans(m.start(), spans))
+        return line
+
+    edit_outside_code(text, collect, "#")
     return list(dict.fromkeys(t for t in found if t))

@@ -289,6 +289,25 @@ def track_fence(line: str, fence: tuple[str, int] | None) -> tuple[tuple[str, in
     return fence, False
 
 
+def edit_outside_code(text: str, edit: Callable[[str, list[tuple[int, int]]], str], needle: str = "") -> str:
+    """``text`` with ``edit(line, code_spans)`` for each line outside fenced code blocks (fence lines
+    too are left) that holds ``needle``, every line in its place; ``code_spans`` are the line's
+    (:func:`code_span_ranges`), which an edit leaves alone."""
+    if needle not in text:
+        return text
+    lines, fence = text.split("\n"), None
+    for i, line in enumerate(lines):
+        fence, marker = track_fence(line, fence)
+        if not marker and fence is None and needle in line:
+            lines[i] = edit(line, code_span_ranges(line))
+    return "\n".join(lines)
+
+
+def in_spans(at: int, spans: list[tuple[int, int]]) -> bool:
+    """Whether position ``at`` of a line lies in one of its code ``spans``."""
+    return any(a <= at < b for a, b in spans)
+
+
 def code_span_ranges(line: str) -> list[tuple[int, int]]:
     """``[start, end)`` ranges of the code spans in one line (matching backtick runs)."""
     if "`" not in line:

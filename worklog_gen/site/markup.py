@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from markdown_it import MarkdownIt
 
-from worklog_gen.log.repair import track_fence
+from worklog_gen.log.repair import edit_outside_code
 
 _MD = MarkdownIt("commonmark").disable("inline")  # block structure only: half the parse time
 
@@ -135,14 +135,7 @@ def markdown_in_html_blocks(markdown: str) -> str:
     as CommonMark and GitHub read what follows a blank line after such a tag: a collapsed section
     (``<details><summary>Profiler output</summary>``, a blank line, then a list) shows its list,
     not ``- **kernel A**`` as text. ``md_in_html`` drops the attribute from the page."""
-    if "<" not in markdown:
-        return markdown
-    lines, fence = markdown.split("\n"), None
-    for i, line in enumerate(lines):
-        fence, marker = track_fence(line, fence)
-        if not marker and fence is None and "<" in line:
-            lines[i] = _HTML_BLOCK_OPEN.sub(r'\1 markdown="1"', line, count=1)
-    return "\n".join(lines)
+    return edit_outside_code(markdown, lambda line, spans: _HTML_BLOCK_OPEN.sub(r'\1 markdown="1"', line, count=1), "<")
 
 
 def shift_headings(body: str, levels: int) -> str:

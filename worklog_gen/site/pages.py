@@ -49,7 +49,7 @@ from worklog_gen.log import logseq
 from worklog_gen.log.internal_links import plain, rewrite
 from worklog_gen.log.local_files import Repository, can_run_script, file_links, page_target
 from worklog_gen.log.obsidian import HASHTAG_RE
-from worklog_gen.log.repair import code_span_ranges, track_fence
+from worklog_gen.log.repair import code_span_ranges, edit_outside_code, in_spans, track_fence
 from worklog_gen.log.shortcodes import Image, find_image, has_markup, is_url, resolve_urls, to_markdown
 from worklog_gen.site.callouts import admonitions, without_types
 from worklog_gen.site.old_links import OldSiteLinks
@@ -336,24 +336,21 @@ def _linked_hashtags(body: str, tags: Sequence[str], src: str, ctx: SiteContext)
     """``body`` (on page ``src``) with each ``#tag`` that is one of ``tags`` (an Obsidian or Logseq
     note's, :func:`worklog_gen.log.obsidian.hashtags`) a link to the tag on the tags page, as those
     tools make it; in code, or inside a link's text, it stays text."""
-    if not tags or "#" not in body or ctx.tag_anchors is None:
+    if not tags or ctx.tag_anchors is None:
         return body
-    page, lines, fence = relative(ctx.layout.tags, src), body.split("\n"), None
+    page = relative(ctx.layout.tags, src)
 
-    def link(m: re.Match, line: str, spans: list[tuple[int, int]]) -> str:
-        tag = m["tag"] or m["page"].strip()
-        inside = any(a <= m.start() < b for a, b in spans) \
-            or line.count("[", 0, m.start()) > line.count("]", 0, m.start())  # in code, or a link's text
-        if tag not in tags or tag not in ctx.tag_anchors or inside:
-            return m[0]
-        return f"[{md_escape(m[0])}]({page}#{ctx.tag_anchors[tag]})"
+    def linked(line: str, spans: list[tuple[int, int]]) -> str:
+        def link(m: re.Match) -> str:
+            tag = m["tag"] or m["page"].strip()
+            inside = in_spans(m.start(), spans) or line.count("[", 0, m.start()) > line.count("]", 0, m.start())
+            if tag not in tags or tag not in ctx.tag_anchors or inside:  # in code, or a link's text
+                return m[0]
+            return f"[{md_escape(m[0])}]({page}#{ctx.tag_anchors[tag]})"
 
-    for i, line in enumerate(lines):
-        fence, marker = track_fence(line, fence)
-        if not marker and fence is None and "#" in line:
-            spans = code_span_ranges(line)
-            lines[i] = HASHTAG_RE.sub(lambda m, line=line, spans=spans: link(m, line, spans), line)
-    return "\n".join(lines)
+        return HASHTAG_RE.sub(link, line)
+
+    return edit_outside_code(body, linked, "#")
 
 
 def _without_title(entry: Entry, body: str) -> str:
